@@ -1,0 +1,3 @@
+module github.com/boson-go/boson/cmd
+
+go 1.26

@@ -1,0 +1,44 @@
+package conformance
+
+import (
+	"context"
+	"testing"
+
+	"github.com/boson-go/boson/core"
+)
+
+// Options is what the suite hands a harness when it asks for a backend.
+type Options struct {
+	// Clock must decide every lease, deadline and due time of the backend.
+	// The suite moves it forward instead of sleeping.
+	Clock core.Clock
+	// Limits are the validation limits the backend must apply.
+	Limits core.Limits
+}
+
+// Capabilities declares which optional capabilities a backend offers. The
+// suite tests each declared capability, and checks that each undeclared one
+// returns [core.ErrUnsupported].
+type Capabilities struct {
+	// Notify: the backend implements core.Notifier and signals enqueues and
+	// finished jobs.
+	Notify bool
+	// TxEnqueue: the backend implements core.TxEnqueuer; BeginTx is required.
+	TxEnqueue bool
+}
+
+// Harness tells the suite how to run against one backend.
+type Harness struct {
+	// Name labels the backend in test names and benchmark output.
+	Name string
+	// New returns a fresh backend, isolated from every other one New
+	// returned (its own schema, key prefix, namespace or file), that uses
+	// opts.Clock and opts.Limits. It registers its own cleanup with
+	// t.Cleanup. New is called from parallel tests.
+	New func(t testing.TB, opts Options) core.QueueBackend
+	// Capabilities lists the optional capabilities the backend offers.
+	Capabilities Capabilities
+	// BeginTx opens a transaction of the store's own type on the store
+	// behind b, for EnqueueTx. Required when Capabilities.TxEnqueue is set.
+	BeginTx func(ctx context.Context, t testing.TB, b core.QueueBackend) (tx any, commit, rollback func() error)
+}

@@ -1,0 +1,43 @@
+// Package core is boson's minimal contract: the data types that describe jobs,
+// runs, task and queue configuration, checkpoints and statistics, and the
+// [QueueBackend] interface that every store adapter implements.
+//
+// It imports nothing outside the standard library, so an adapter for a new
+// store depends on this package and on its own client only.
+//
+// # Division of labour
+//
+// A backend owns the atomic transitions of a job: enqueue, claim, heartbeat,
+// complete, fail, sleep, checkpoint, cancel, retry, rescue and cleanup. It
+// enforces fencing: every mutation made on behalf of a worker carries the
+// [Lease] the claim returned, and the backend refuses it with [ErrLeaseLost]
+// once that claim has been superseded. The runtime owns policy: when to retry
+// and with what backoff, which queues to serve, and how much to run at once.
+//
+// # Job life cycle
+//
+//	          Enqueue                Claim
+//	──────────────▶ queued ─────────────────▶ running ──Complete──▶ succeeded
+//	                 ▲  ▲                      │  │ │
+//	 Fail(retry) /   │  └──── Sleep ─ sleeping ◀┘  │ └──Fail(terminal or
+//	 Rescue          └─────────────────────────────┘     budget spent)──▶ failed
+//	                                  Cancel (queued, sleeping, running) ──▶ cancelled
+//
+// A sleeping job is claimable again once its run-at time has come; waking does
+// not consume an attempt. Every claim opens a [Run]; a run ends when its claim
+// ends, whatever the reason.
+//
+// # Time
+//
+// Each backend decides leases, deadlines and due times with one clock. By
+// default that is the store's own clock where it has one, otherwise the
+// process clock. A backend accepts a [Clock] in its options; when one is given
+// every decision uses it, which lets the conformance suite move time forward
+// without sleeping. Times are kept with at least millisecond precision.
+//
+// # Writing an adapter
+//
+// Implement [QueueBackend], call [PrepareJobs] from Enqueue so that validation,
+// defaults and fingerprints match every other backend, and run the shared
+// suite from github.com/boson-go/boson/conformance against it.
+package core

@@ -1,0 +1,3 @@
+module github.com/boson-go/boson/runtime
+
+go 1.26
