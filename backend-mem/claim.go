@@ -1,0 +1,90 @@
+package mem
+
+import (
+	"context"
+	"time"
+
+	"github.com/boson-go/boson/core"
+)
+
+// Claim takes up to req.Limit due jobs of req.Queue in (priority, run-at,
+// id) order and marks them running under fresh leases, all under one lock
+// acquisition, so no job is ever handed to two claims.
+//
+// Due jobs past a cancellation deadline are cancelled on the way and do not
+// count toward the limit. Cost: O((k + m + c) log n) for k claimed jobs, m
+// jobs that became due since the last claim and c cancelled ones; never a
+// scan of the queue.
+func (b *Backend) Claim(ctx context.Context, req core.ClaimRequest) ([]core.Job, error) {
+	if err := core.ValidateClaim(req, b.limits); err != nil {
+		return nil, err
+	}
+	if err := b.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer b.mu.Unlock()
+	s := b.s
+	now := b.now()
+
+	if s.queueConfigs[req.Queue].Paused {
+		return nil, nil
+	}
+	q, ok := s.queues[req.Queue]
+	if !ok {
+		return nil, nil
+	}
+	s.promoteDue(q, now)
+
+	var out []core.Job
+	for len(out) < req.Limit {
+		r := q.ready.pop()
+		if r == nil {
+			break
+		}
+		if r.job.RunAt.After(now) {
+			// Only when the clock moved back: the job is no longer due.
+			q.scheduled.add(r)
+			continue
+		}
+		if reason, passed := core.DeadlinePassed(r.job, now); passed {
+			s.cancel(r, reason, now)
+			continue
+		}
+		s.claimOne(r, req, now)
+		out = append(out, copyJob(r.job))
+	}
+	return out, nil
+}
+
+// promoteDue moves the jobs of q whose RunAt has come from the scheduled
+// heap to the ready heap. The clock may jump by any amount between calls,
+// so this runs at claim time rather than from a timer.
+func (s *store) promoteDue(q *queueState, now time.Time) {
+	for r := q.scheduled.peek(); r != nil && !r.job.RunAt.After(now); r = q.scheduled.peek() {
+		q.scheduled.pop()
+		q.ready.add(r)
+	}
+}
+
+// claimOne marks a due job running under a new lease for req.WorkerID and
+// opens its run. A job woken from a sleep keeps its attempt number.
+func (s *store) claimOne(r *jobRec, req core.ClaimRequest, now time.Time) {
+	old := r.job.State
+	s.detach(r)
+	j := &r.job
+	if old != core.StateSleeping {
+		j.Attempt++
+	}
+	if j.FirstStartedAt.IsZero() {
+		j.FirstStartedAt = now // the deadline moves from MaxDelay to MaxDuration
+	}
+	j.State = core.StateRunning
+	j.Lease = core.Lease{
+		JobID:     j.ID,
+		WorkerID:  req.WorkerID,
+		Token:     j.Lease.Token + 1,
+		ExpiresAt: now.Add(req.LeaseTTL),
+	}
+	s.openRun(r, now)
+	s.attach(r, old, now)
+}

@@ -1,0 +1,74 @@
+package mem
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/boson-go/boson/core"
+)
+
+// defaultCancelReason is the LastError of a job cancelled without a reason.
+const defaultCancelReason = "cancelled"
+
+// Cancel cancels a queued, sleeping or running job and returns it. A running
+// job's run ends as cancelled and its lease no longer holds. Cancelling a
+// cancelled job returns it unchanged; a succeeded or failed job gives
+// [core.ErrInvalidState], an unknown one [core.ErrNotFound]. Cost: O(log n).
+func (b *Backend) Cancel(ctx context.Context, jobID, reason string) (core.Job, error) {
+	if reason == "" {
+		reason = defaultCancelReason
+	}
+	reason = core.TruncateError(reason)
+	if err := b.lock(ctx); err != nil {
+		return core.Job{}, err
+	}
+	defer b.mu.Unlock()
+	s := b.s
+	now := b.now()
+
+	r := s.jobs[jobID]
+	switch {
+	case r == nil:
+		return core.Job{}, fmt.Errorf("%w: job %q", core.ErrNotFound, jobID)
+	case r.job.State == core.StateCancelled:
+		return copyJob(r.job), nil
+	case r.job.State.Terminal():
+		return core.Job{}, fmt.Errorf("%w: job %s is %s", core.ErrInvalidState, jobID, r.job.State)
+	}
+	s.cancel(r, reason, now)
+	return copyJob(r.job), nil
+}
+
+// Retry queues a failed or cancelled job again, due now, and returns it.
+// When its attempts are spent MaxAttempts grows to Attempt+1 so that one
+// more attempt may run. Other states give [core.ErrInvalidState], an
+// unknown job [core.ErrNotFound]. Task limits do not apply. Cost: O(log n).
+func (b *Backend) Retry(ctx context.Context, jobID string) (core.Job, error) {
+	if err := b.lock(ctx); err != nil {
+		return core.Job{}, err
+	}
+	defer b.mu.Unlock()
+	s := b.s
+	now := b.now()
+
+	r := s.jobs[jobID]
+	if r == nil {
+		return core.Job{}, fmt.Errorf("%w: job %q", core.ErrNotFound, jobID)
+	}
+	old := r.job.State
+	if old != core.StateFailed && old != core.StateCancelled {
+		return core.Job{}, fmt.Errorf("%w: job %s is %s; only failed or cancelled jobs can be retried",
+			core.ErrInvalidState, jobID, old)
+	}
+	s.detach(r)
+	j := &r.job
+	j.State = core.StateQueued
+	j.RunAt = now
+	j.FinishedAt = time.Time{}
+	if j.Attempt >= j.MaxAttempts {
+		j.MaxAttempts = j.Attempt + 1
+	}
+	s.attach(r, old, now)
+	return copyJob(r.job), nil
+}

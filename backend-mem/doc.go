@@ -1,0 +1,39 @@
+// Package mem is boson's in-memory backend: a complete, concurrency-safe
+// implementation of [core.QueueBackend] that keeps every job in the memory
+// of one process.
+//
+// It is the fastest backend and the reference that adapter authors read:
+// each file holds one concept of the contract (enqueue.go, claim.go,
+// fenced.go, rescue.go, control.go, reads.go, config.go, retention.go,
+// notify.go) and the indexes that make it cheap live in heaps.go, index.go
+// and store.go.
+//
+// Jobs do not survive the process. Use it for tests, for development and
+// for work that may be lost on restart; use a store-backed backend when
+// jobs must be durable.
+//
+// # Indexes and costs
+//
+// One mutex guards all state; every critical section is bounded by the
+// request, never by the number of stored jobs. With n jobs:
+//
+//   - Each queue keeps a ready heap ordered by (priority, run-at, id) and a
+//     scheduled heap of jobs whose run-at lies ahead. Claim moves due jobs
+//     from the scheduled heap to the ready heap (the clock may jump, so this
+//     happens at claim time) and pops the ready heap: O(k log n) for k jobs.
+//   - Running jobs sit in a heap by lease expiry and active jobs with a
+//     cancellation deadline in a heap by deadline, so Rescue finds its work
+//     in O(k log n).
+//   - Terminal jobs sit in heaps by finish time (one global, one per queue),
+//     so Cleanup deletes the oldest in O(k log n).
+//   - Every heap tracks the position of each record, so a job leaves any
+//     heap in O(log n) when it is cancelled, retried or deleted.
+//   - Idempotency keys are a map by (queue, key); each task keeps its count
+//     of active jobs and its recent creation times for rate limits; job and
+//     run counts are kept per (queue, task) and per task as they change.
+//   - Listings walk id-ordered indexes (global, per queue, per task) from
+//     the cursor found by binary search.
+//
+// Returned values never share memory with the backend: payloads, headers,
+// results and checkpoint values are copied in and out.
+package mem

@@ -1,0 +1,220 @@
+package mem
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/boson-go/boson/core"
+)
+
+// GetJob returns a copy of one job, or [core.ErrNotFound]. Cost: O(1).
+func (b *Backend) GetJob(ctx context.Context, jobID string) (core.Job, error) {
+	if err := b.lock(ctx); err != nil {
+		return core.Job{}, err
+	}
+	defer b.mu.Unlock()
+	r, err := b.s.get(jobID)
+	if err != nil {
+		return core.Job{}, err
+	}
+	return copyJob(r.job), nil
+}
+
+func (s *store) get(jobID string) (*jobRec, error) {
+	r := s.jobs[jobID]
+	if r == nil {
+		return nil, fmt.Errorf("%w: job %q", core.ErrNotFound, jobID)
+	}
+	return r, nil
+}
+
+// ListJobs returns one page of the jobs matching f in id order (newest
+// first when f.Desc), starting strictly after (or, descending, before) the
+// id in f.Cursor. Next is the id of the page's last job when more jobs
+// match, else empty. It walks the narrowest id index the filter allows (the
+// queue's, else the task's, else the global one) from the cursor: O(log n)
+// to find the cursor plus the jobs it looks at.
+func (b *Backend) ListJobs(ctx context.Context, f core.JobFilter) (core.JobPage, error) {
+	if err := core.ValidateJobFilter(f); err != nil {
+		return core.JobPage{}, err
+	}
+	if err := b.lock(ctx); err != nil {
+		return core.JobPage{}, err
+	}
+	defer b.mu.Unlock()
+	s := b.s
+
+	idx := &s.ids
+	switch {
+	case f.Queue != "":
+		q, ok := s.queues[f.Queue]
+		if !ok {
+			return core.JobPage{}, nil
+		}
+		idx = &q.ids
+	case f.Task != "":
+		t, ok := s.tasks[f.Task]
+		if !ok {
+			return core.JobPage{}, nil
+		}
+		idx = &t.ids
+	}
+
+	size := f.PageSize()
+	var page core.JobPage
+	// visit handles the id at position i and reports whether the page is
+	// full with one more match waiting (then Next is set).
+	visit := func(i int) (done bool) {
+		r := s.jobs[idx.ids[i]]
+		if r == nil || !matches(&r.job, f) {
+			return false
+		}
+		if len(page.Jobs) == size {
+			page.Next = page.Jobs[size-1].ID
+			return true
+		}
+		page.Jobs = append(page.Jobs, copyJob(r.job))
+		return false
+	}
+	if f.Desc {
+		for i := idx.before(f.Cursor); i >= 0 && !visit(i); i-- {
+		}
+	} else {
+		for i := idx.after(f.Cursor); i < len(idx.ids) && !visit(i); i++ {
+		}
+	}
+	return page, nil
+}
+
+// matches reports whether j passes every field of f.
+func matches(j *core.Job, f core.JobFilter) bool {
+	return (f.Queue == "" || j.Queue == f.Queue) &&
+		(f.Task == "" || j.Task == f.Task) &&
+		(len(f.States) == 0 || hasState(f.States, j.State))
+}
+
+// CountJobs counts the jobs matching f by state, omitting zero counts. It
+// sums counters kept per (queue, task) pair: O(number of pairs), never a
+// scan of the jobs.
+func (b *Backend) CountJobs(ctx context.Context, f core.JobFilter) (map[core.JobState]int64, error) {
+	if err := core.ValidateJobFilter(f); err != nil {
+		return nil, err
+	}
+	if err := b.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer b.mu.Unlock()
+	s := b.s
+
+	out := map[core.JobState]int64{}
+	switch {
+	case f.Queue != "" && f.Task != "":
+		if p, ok := s.pairs[pairKey{f.Queue, f.Task}]; ok {
+			p.addTo(out, f.States)
+		}
+	case f.Queue != "":
+		if q, ok := s.queues[f.Queue]; ok {
+			q.counts.addTo(out, f.States)
+		}
+	case f.Task != "":
+		if t, ok := s.tasks[f.Task]; ok {
+			t.counts.addTo(out, f.States)
+		}
+	default:
+		for _, q := range s.queues {
+			q.counts.addTo(out, f.States)
+		}
+	}
+	return out, nil
+}
+
+// ListRuns returns copies of a job's runs in claim order, or
+// [core.ErrNotFound]. Cost: O(runs).
+func (b *Backend) ListRuns(ctx context.Context, jobID string) ([]core.Run, error) {
+	if err := b.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer b.mu.Unlock()
+	r, err := b.s.get(jobID)
+	if err != nil {
+		return nil, err
+	}
+	return slices.Clone(r.runs), nil
+}
+
+// Checkpoints returns copies of a job's checkpoints ordered by step name,
+// or [core.ErrNotFound]. Cost: O(c log c) for c checkpoints.
+func (b *Backend) Checkpoints(ctx context.Context, jobID string) ([]core.Checkpoint, error) {
+	if err := b.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer b.mu.Unlock()
+	r, err := b.s.get(jobID)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]core.Checkpoint, 0, len(r.checkpoints))
+	for _, c := range r.checkpoints {
+		out = append(out, copyCheckpoint(c))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Step < out[j].Step })
+	return out, nil
+}
+
+// TaskStats returns the counters kept for a task: its jobs by state, its
+// runs by status and the summed duration of its finished runs, omitting
+// zero counts. A task without jobs gives empty maps. Cost: O(1).
+func (b *Backend) TaskStats(ctx context.Context, task string) (core.TaskStats, error) {
+	if err := core.ValidateName("task", task); err != nil {
+		return core.TaskStats{}, err
+	}
+	if err := b.lock(ctx); err != nil {
+		return core.TaskStats{}, err
+	}
+	defer b.mu.Unlock()
+
+	st := core.TaskStats{Task: task, Jobs: map[core.JobState]int64{}, Runs: map[core.RunStatus]int64{}}
+	t, ok := b.s.tasks[task]
+	if !ok {
+		return st, nil
+	}
+	t.counts.addTo(st.Jobs, nil)
+	for status, n := range t.runs {
+		if n != 0 {
+			st.Runs[status] = n
+		}
+	}
+	st.RunTime = t.runTime
+	return st, nil
+}
+
+// ListQueues describes every queue that has jobs or a stored config,
+// ordered by name. Cost: O(q log q) for q queues.
+func (b *Backend) ListQueues(ctx context.Context) ([]core.QueueInfo, error) {
+	if err := b.lock(ctx); err != nil {
+		return nil, err
+	}
+	defer b.mu.Unlock()
+	s := b.s
+
+	var out []core.QueueInfo
+	seen := map[string]bool{}
+	for name, q := range s.queues {
+		if q.counts.total() == 0 {
+			continue
+		}
+		info := core.QueueInfo{Queue: name, Jobs: map[core.JobState]int64{}, Paused: s.queueConfigs[name].Paused}
+		q.counts.addTo(info.Jobs, nil)
+		out = append(out, info)
+		seen[name] = true
+	}
+	for name, cfg := range s.queueConfigs {
+		if !seen[name] {
+			out = append(out, core.QueueInfo{Queue: name, Jobs: map[core.JobState]int64{}, Paused: cfg.Paused})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Queue < out[j].Queue })
+	return out, nil
+}

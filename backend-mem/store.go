@@ -1,0 +1,281 @@
+package mem
+
+import (
+	"time"
+
+	"github.com/boson-go/boson/core"
+)
+
+// jobRec is the backend's record of one job: the job itself, its runs and
+// checkpoints, and its positions in the heaps that index it.
+type jobRec struct {
+	job         core.Job
+	runs        []core.Run
+	checkpoints map[string]core.Checkpoint
+
+	// deadline caches core.Deadline(job) while the record is in the
+	// deadline heap, so that the heap order cannot change behind its back.
+	deadline time.Time
+
+	// Positions in the heaps (see jobHeap); -1 when absent.
+	readyIdx, schedIdx, leaseIdx, deadlineIdx, finIdx, queueFinIdx int
+}
+
+func newJobRec(j core.Job) *jobRec {
+	return &jobRec{job: j, readyIdx: -1, schedIdx: -1, leaseIdx: -1, deadlineIdx: -1, finIdx: -1, queueFinIdx: -1}
+}
+
+// queueState indexes the jobs of one queue.
+type queueState struct {
+	ready     *jobHeap // queued or sleeping, due: claim order
+	scheduled *jobHeap // queued or sleeping, RunAt still ahead
+	finished  *jobHeap // terminal, by finish time
+	counts    stateCounts
+	ids       idIndex
+}
+
+// taskState indexes the jobs of one task.
+type taskState struct {
+	counts  stateCounts
+	runs    map[core.RunStatus]int64
+	runTime time.Duration
+	// created holds, sorted, the creation times of the task's jobs created
+	// within about the last second, for MaxEnqueuePerSecond.
+	created []time.Time
+	ids     idIndex
+}
+
+// pairKey names one (queue, task) pair, the finest grain of the counters.
+type pairKey struct{ queue, task string }
+
+// idemKey is the scope of an idempotency key.
+type idemKey struct{ queue, key string }
+
+// store is all the state of a Backend. Every method assumes the Backend's
+// mutex is held.
+type store struct {
+	jobs         map[string]*jobRec
+	queues       map[string]*queueState
+	tasks        map[string]*taskState
+	pairs        map[pairKey]*stateCounts
+	idem         map[idemKey]*jobRec
+	taskConfigs  map[string]core.TaskConfig
+	queueConfigs map[string]core.QueueConfig
+
+	leases    *jobHeap // running jobs by lease expiry
+	deadlines *jobHeap // active jobs with a cancellation deadline, by deadline
+	finished  *jobHeap // terminal jobs by finish time
+	ids       idIndex  // every job by id
+
+	// signal is called with the queue of a job that became claimable (or
+	// will at its RunAt) or finished.
+	signal func(queue string)
+}
+
+func newStore() *store {
+	return &store{
+		jobs:         map[string]*jobRec{},
+		queues:       map[string]*queueState{},
+		tasks:        map[string]*taskState{},
+		pairs:        map[pairKey]*stateCounts{},
+		idem:         map[idemKey]*jobRec{},
+		taskConfigs:  map[string]core.TaskConfig{},
+		queueConfigs: map[string]core.QueueConfig{},
+		leases:       newLeaseHeap(),
+		deadlines:    newDeadlineHeap(),
+		finished:     newFinishedHeap(),
+		signal:       func(string) {},
+	}
+}
+
+func (s *store) queue(name string) *queueState {
+	q := s.queues[name]
+	if q == nil {
+		q = &queueState{ready: newReadyHeap(), scheduled: newScheduledHeap(), finished: newQueueFinishedHeap()}
+		s.queues[name] = q
+	}
+	return q
+}
+
+func (s *store) task(name string) *taskState {
+	t := s.tasks[name]
+	if t == nil {
+		t = &taskState{runs: map[core.RunStatus]int64{}}
+		s.tasks[name] = t
+	}
+	return t
+}
+
+func (s *store) pair(queue, task string) *stateCounts {
+	k := pairKey{queue, task}
+	c := s.pairs[k]
+	if c == nil {
+		c = &stateCounts{}
+		s.pairs[k] = c
+	}
+	return c
+}
+
+// Every change of a job follows one pattern, which keeps the indexes right:
+//
+//	old := r.job.State
+//	s.detach(r)      // out of every heap
+//	...change r.job...
+//	s.attach(r, old, now) // into the heaps its new state calls for; counters move
+//
+// A brand-new job is attached with old = "".
+
+// detach removes r from every heap it is in.
+func (s *store) detach(r *jobRec) {
+	q := s.queue(r.job.Queue)
+	q.ready.remove(r)
+	q.scheduled.remove(r)
+	q.finished.remove(r)
+	s.leases.remove(r)
+	s.deadlines.remove(r)
+	s.finished.remove(r)
+}
+
+// attach files r in the heaps its state calls for, moves the counters from
+// old to its new state, and signals subscribers of its queue when the job
+// became claimable (now or at its RunAt) or finished.
+func (s *store) attach(r *jobRec, old core.JobState, now time.Time) {
+	j := &r.job
+	q := s.queue(j.Queue)
+	if old != j.State {
+		t := s.task(j.Task)
+		p := s.pair(j.Queue, j.Task)
+		if old != "" {
+			q.counts.add(old, -1)
+			t.counts.add(old, -1)
+			p.add(old, -1)
+		}
+		q.counts.add(j.State, 1)
+		t.counts.add(j.State, 1)
+		p.add(j.State, 1)
+	}
+	switch {
+	case j.State == core.StateQueued || j.State == core.StateSleeping:
+		if j.RunAt.After(now) {
+			q.scheduled.add(r)
+		} else {
+			q.ready.add(r)
+		}
+		s.fileDeadline(r)
+		s.signal(j.Queue)
+	case j.State == core.StateRunning:
+		s.leases.add(r)
+		s.fileDeadline(r)
+	case j.State.Terminal():
+		s.finished.add(r)
+		q.finished.add(r)
+		s.signal(j.Queue)
+	}
+}
+
+// fileDeadline puts an active job in the deadline heap if a cancellation
+// deadline applies to it in its current phase.
+func (s *store) fileDeadline(r *jobRec) {
+	if d, ok := core.Deadline(r.job); ok {
+		r.deadline = d
+		s.deadlines.add(r)
+	}
+}
+
+// openRun starts the run of a claim that r.job now holds.
+func (s *store) openRun(r *jobRec, now time.Time) {
+	j := &r.job
+	r.runs = append(r.runs, core.Run{
+		ID:        core.NewID(now),
+		JobID:     j.ID,
+		Attempt:   j.Attempt,
+		WorkerID:  j.Lease.WorkerID,
+		Token:     j.Lease.Token,
+		Status:    core.RunRunning,
+		StartedAt: now,
+	})
+	s.task(j.Task).runs[core.RunRunning]++
+}
+
+// endRun closes r's open run, if any, with status and error text.
+func (s *store) endRun(r *jobRec, status core.RunStatus, errText string, now time.Time) {
+	if len(r.runs) == 0 {
+		return
+	}
+	run := &r.runs[len(r.runs)-1]
+	if run.Status != core.RunRunning {
+		return
+	}
+	run.Status = status
+	run.FinishedAt = now
+	run.Error = errText
+	t := s.task(r.job.Task)
+	t.runs[core.RunRunning]--
+	t.runs[status]++
+	t.runTime += run.Duration()
+}
+
+// finish moves an active job to a terminal state at now, closing its open
+// run with runStatus. lastError, when not empty, replaces the job's
+// LastError.
+func (s *store) finish(r *jobRec, state core.JobState, runStatus core.RunStatus, lastError string, now time.Time) {
+	old := r.job.State
+	s.detach(r)
+	s.endRun(r, runStatus, lastError, now)
+	r.job.State = state
+	r.job.FinishedAt = now
+	if lastError != "" {
+		r.job.LastError = lastError
+	}
+	s.attach(r, old, now)
+}
+
+// cancel cancels an active job at now with reason.
+func (s *store) cancel(r *jobRec, reason string, now time.Time) {
+	s.finish(r, core.StateCancelled, core.RunCancelled, reason, now)
+}
+
+// insert stores a new job.
+func (s *store) insert(r *jobRec, now time.Time) {
+	j := &r.job
+	s.jobs[j.ID] = r
+	q := s.queue(j.Queue)
+	t := s.task(j.Task)
+	s.ids.insert(j.ID)
+	q.ids.insert(j.ID)
+	t.ids.insert(j.ID)
+	t.noteCreated(j.CreatedAt)
+	if j.IdempotencyKey != "" {
+		s.idem[idemKey{j.Queue, j.IdempotencyKey}] = r
+	}
+	s.attach(r, "", now)
+}
+
+// delete removes a job with its runs and checkpoints, and releases its
+// idempotency key.
+func (s *store) delete(r *jobRec) {
+	j := &r.job
+	s.detach(r)
+	delete(s.jobs, j.ID)
+	q := s.queue(j.Queue)
+	t := s.task(j.Task)
+	q.counts.add(j.State, -1)
+	t.counts.add(j.State, -1)
+	p := s.pair(j.Queue, j.Task)
+	p.add(j.State, -1)
+	if p.total() == 0 {
+		delete(s.pairs, pairKey{j.Queue, j.Task})
+	}
+	for _, run := range r.runs {
+		t.runs[run.Status]--
+		t.runTime -= run.Duration()
+	}
+	t.forgetCreated(j.CreatedAt)
+	k := idemKey{j.Queue, j.IdempotencyKey}
+	if j.IdempotencyKey != "" && s.idem[k] == r {
+		delete(s.idem, k)
+	}
+	s.ids.drop(s.jobs)
+	q.ids.drop(s.jobs)
+	t.ids.drop(s.jobs)
+}
