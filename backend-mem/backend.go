@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/boson-go/boson/core"
@@ -34,8 +35,11 @@ type Backend struct {
 
 	mu     sync.Mutex
 	closed bool
-	s      *store
-	subs   subscribers
+	// shut mirrors closed without the lock, so that a call on a closed
+	// backend reports ErrClosed before it validates its arguments.
+	shut atomic.Bool
+	s    *store
+	subs subscribers
 }
 
 var (
@@ -71,6 +75,7 @@ func (b *Backend) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.closed = true
+	b.shut.Store(true)
 	b.s = nil
 	return nil
 }
@@ -81,6 +86,17 @@ func (b *Backend) now() time.Time {
 	return b.clock.Now().UTC().Truncate(time.Microsecond)
 }
 
+// usable fails with ErrClosed when the backend is closed and with ctx's
+// error when ctx is done. Every method calls it first.
+func (b *Backend) usable(ctx context.Context) error {
+	if b.shut.Load() {
+		return errClosed()
+	}
+	return ctx.Err()
+}
+
+func errClosed() error { return fmt.Errorf("mem: %w", core.ErrClosed) }
+
 // lock takes the mutex after checking ctx, and fails with ErrClosed when the
 // backend is closed. On success the caller must call b.mu.Unlock.
 func (b *Backend) lock(ctx context.Context) error {
@@ -90,7 +106,7 @@ func (b *Backend) lock(ctx context.Context) error {
 	b.mu.Lock()
 	if b.closed {
 		b.mu.Unlock()
-		return fmt.Errorf("mem: %w", core.ErrClosed)
+		return errClosed()
 	}
 	return nil
 }

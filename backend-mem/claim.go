@@ -16,6 +16,9 @@ import (
 // jobs that became due since the last claim and c cancelled ones; never a
 // scan of the queue.
 func (b *Backend) Claim(ctx context.Context, req core.ClaimRequest) ([]core.Job, error) {
+	if err := b.usable(ctx); err != nil {
+		return nil, err
+	}
 	if err := core.ValidateClaim(req, b.limits); err != nil {
 		return nil, err
 	}

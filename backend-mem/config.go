@@ -9,6 +9,9 @@ import (
 
 // GetTaskConfig returns the stored config of a task, or [core.ErrNotFound].
 func (b *Backend) GetTaskConfig(ctx context.Context, task string) (core.TaskConfig, error) {
+	if err := b.usable(ctx); err != nil {
+		return core.TaskConfig{}, err
+	}
 	if err := core.ValidateName("task", task); err != nil {
 		return core.TaskConfig{}, err
 	}
@@ -26,6 +29,9 @@ func (b *Backend) GetTaskConfig(ctx context.Context, task string) (core.TaskConf
 // PutTaskConfig validates cfg and stores it, replacing any config of the
 // same task. Its limits apply to every Enqueue that starts after it returns.
 func (b *Backend) PutTaskConfig(ctx context.Context, cfg core.TaskConfig) error {
+	if err := b.usable(ctx); err != nil {
+		return err
+	}
 	if err := core.ValidateTaskConfig(cfg); err != nil {
 		return err
 	}
@@ -40,6 +46,9 @@ func (b *Backend) PutTaskConfig(ctx context.Context, cfg core.TaskConfig) error 
 // GetQueueConfig returns the stored config of a queue, or the zero config
 // with Queue set when none is stored.
 func (b *Backend) GetQueueConfig(ctx context.Context, queue string) (core.QueueConfig, error) {
+	if err := b.usable(ctx); err != nil {
+		return core.QueueConfig{}, err
+	}
 	if err := core.ValidateName("queue", queue); err != nil {
 		return core.QueueConfig{}, err
 	}
@@ -58,6 +67,9 @@ func (b *Backend) GetQueueConfig(ctx context.Context, queue string) (core.QueueC
 // same queue. It takes effect for every claim that starts after it returns;
 // resuming a paused queue signals its subscribers.
 func (b *Backend) PutQueueConfig(ctx context.Context, cfg core.QueueConfig) error {
+	if err := b.usable(ctx); err != nil {
+		return err
+	}
 	if err := core.ValidateQueueConfig(cfg); err != nil {
 		return err
 	}

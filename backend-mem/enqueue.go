@@ -14,6 +14,9 @@ import (
 // idempotency keys, checks the task limits of the new jobs, and only then
 // stores them. Cost: O(k log n) for k items.
 func (b *Backend) Enqueue(ctx context.Context, reqs []core.EnqueueRequest) ([]core.EnqueueResult, error) {
+	if err := b.usable(ctx); err != nil {
+		return nil, err
+	}
 	now := b.now()
 	jobs, err := core.PrepareJobs(reqs, now, b.limits)
 	if err != nil {

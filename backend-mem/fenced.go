@@ -28,6 +28,9 @@ func (s *store) fence(lease core.Lease) (*jobRec, error) {
 // MaxDuration deadline is cancelled instead, and Heartbeat returns an error
 // wrapping [core.ErrLeaseLost].
 func (b *Backend) Heartbeat(ctx context.Context, lease core.Lease, ttl time.Duration) (core.Lease, error) {
+	if err := b.usable(ctx); err != nil {
+		return core.Lease{}, err
+	}
 	if err := core.ValidateLease(lease); err != nil {
 		return core.Lease{}, err
 	}
@@ -59,6 +62,9 @@ func (b *Backend) Heartbeat(ctx context.Context, lease core.Lease, ttl time.Dura
 // longer holds, or [core.ErrInvalidArgument] when the item is malformed.
 // The batch itself must hold 1 to Limits.MaxBatch items.
 func (b *Backend) Complete(ctx context.Context, items []core.Completion) ([]error, error) {
+	if err := b.usable(ctx); err != nil {
+		return nil, err
+	}
 	if err := b.limits.ValidateBatch("completions", len(items)); err != nil {
 		return nil, err
 	}
@@ -103,6 +109,9 @@ func (b *Backend) Complete(ctx context.Context, items []core.Completion) ([]erro
 // its attempts are spent; otherwise it is queued again, due at f.RetryAt or
 // now, whichever is later. It returns the job's new state.
 func (b *Backend) Fail(ctx context.Context, f core.Failure) (core.JobState, error) {
+	if err := b.usable(ctx); err != nil {
+		return "", err
+	}
 	if err := core.ValidateLease(f.Lease); err != nil {
 		return "", err
 	}
@@ -118,6 +127,7 @@ func (b *Backend) Fail(ctx context.Context, f core.Failure) (core.JobState, erro
 	if err != nil {
 		return "", err
 	}
+	r.job.LastError = msg // set even when empty: it is this run's error
 	if f.Terminal || r.job.Attempt >= r.job.MaxAttempts {
 		s.finish(r, core.StateFailed, core.RunFailed, msg, now)
 		return core.StateFailed, nil
@@ -126,7 +136,6 @@ func (b *Backend) Fail(ctx context.Context, f core.Failure) (core.JobState, erro
 	s.endRun(r, core.RunFailed, msg, now)
 	r.job.State = core.StateQueued
 	r.job.RunAt = laterOf(f.RetryAt, now)
-	r.job.LastError = msg
 	s.attach(r, core.StateRunning, now)
 	return core.StateQueued, nil
 }
@@ -136,6 +145,9 @@ func (b *Backend) Fail(ctx context.Context, f core.Failure) (core.JobState, erro
 // claim after the wake keeps the attempt number. The job keeps the lease's
 // token, so any later use of the lease is refused.
 func (b *Backend) Sleep(ctx context.Context, lease core.Lease, until time.Time) error {
+	if err := b.usable(ctx); err != nil {
+		return err
+	}
 	if err := core.ValidateLease(lease); err != nil {
 		return err
 	}
@@ -161,6 +173,9 @@ func (b *Backend) Sleep(ctx context.Context, lease core.Lease, until time.Time) 
 // SaveCheckpoint stores value under (lease.JobID, step) unless a value is
 // already there, and returns the stored value: the first write wins.
 func (b *Backend) SaveCheckpoint(ctx context.Context, lease core.Lease, step string, value []byte) ([]byte, error) {
+	if err := b.usable(ctx); err != nil {
+		return nil, err
+	}
 	if err := core.ValidateLease(lease); err != nil {
 		return nil, err
 	}

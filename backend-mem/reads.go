@@ -11,6 +11,9 @@ import (
 
 // GetJob returns a copy of one job, or [core.ErrNotFound]. Cost: O(1).
 func (b *Backend) GetJob(ctx context.Context, jobID string) (core.Job, error) {
+	if err := b.usable(ctx); err != nil {
+		return core.Job{}, err
+	}
 	if err := b.lock(ctx); err != nil {
 		return core.Job{}, err
 	}
@@ -37,6 +40,9 @@ func (s *store) get(jobID string) (*jobRec, error) {
 // queue's, else the task's, else the global one) from the cursor: O(log n)
 // to find the cursor plus the jobs it looks at.
 func (b *Backend) ListJobs(ctx context.Context, f core.JobFilter) (core.JobPage, error) {
+	if err := b.usable(ctx); err != nil {
+		return core.JobPage{}, err
+	}
 	if err := core.ValidateJobFilter(f); err != nil {
 		return core.JobPage{}, err
 	}
@@ -99,6 +105,9 @@ func matches(j *core.Job, f core.JobFilter) bool {
 // sums counters kept per (queue, task) pair: O(number of pairs), never a
 // scan of the jobs.
 func (b *Backend) CountJobs(ctx context.Context, f core.JobFilter) (map[core.JobState]int64, error) {
+	if err := b.usable(ctx); err != nil {
+		return nil, err
+	}
 	if err := core.ValidateJobFilter(f); err != nil {
 		return nil, err
 	}
@@ -133,6 +142,9 @@ func (b *Backend) CountJobs(ctx context.Context, f core.JobFilter) (map[core.Job
 // ListRuns returns copies of a job's runs in claim order, or
 // [core.ErrNotFound]. Cost: O(runs).
 func (b *Backend) ListRuns(ctx context.Context, jobID string) ([]core.Run, error) {
+	if err := b.usable(ctx); err != nil {
+		return nil, err
+	}
 	if err := b.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -147,6 +159,9 @@ func (b *Backend) ListRuns(ctx context.Context, jobID string) ([]core.Run, error
 // Checkpoints returns copies of a job's checkpoints ordered by step name,
 // or [core.ErrNotFound]. Cost: O(c log c) for c checkpoints.
 func (b *Backend) Checkpoints(ctx context.Context, jobID string) ([]core.Checkpoint, error) {
+	if err := b.usable(ctx); err != nil {
+		return nil, err
+	}
 	if err := b.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -167,6 +182,9 @@ func (b *Backend) Checkpoints(ctx context.Context, jobID string) ([]core.Checkpo
 // runs by status and the summed duration of its finished runs, omitting
 // zero counts. A task without jobs gives empty maps. Cost: O(1).
 func (b *Backend) TaskStats(ctx context.Context, task string) (core.TaskStats, error) {
+	if err := b.usable(ctx); err != nil {
+		return core.TaskStats{}, err
+	}
 	if err := core.ValidateName("task", task); err != nil {
 		return core.TaskStats{}, err
 	}
@@ -193,6 +211,9 @@ func (b *Backend) TaskStats(ctx context.Context, task string) (core.TaskStats, e
 // ListQueues describes every queue that has jobs or a stored config,
 // ordered by name. Cost: O(q log q) for q queues.
 func (b *Backend) ListQueues(ctx context.Context) ([]core.QueueInfo, error) {
+	if err := b.usable(ctx); err != nil {
+		return nil, err
+	}
 	if err := b.lock(ctx); err != nil {
 		return nil, err
 	}

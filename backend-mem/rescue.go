@@ -24,6 +24,9 @@ const leaseExpired = "lease expired"
 // its worker ends cancelled, not retried. Cost: O(k log n) for k changes.
 // Concurrent passes are serialised by the lock and never change a job twice.
 func (b *Backend) Rescue(ctx context.Context, req core.RescueRequest) (core.RescueResult, error) {
+	if err := b.usable(ctx); err != nil {
+		return core.RescueResult{}, err
+	}
 	var res core.RescueResult
 	if err := b.limits.ValidateBatch("limit", req.Limit); err != nil {
 		return res, err

@@ -13,6 +13,9 @@ import (
 // jobs by finish time (the queue's own heap when a queue is named):
 // O(k log n) for k deletions.
 func (b *Backend) Cleanup(ctx context.Context, req core.CleanupRequest) (int, error) {
+	if err := b.usable(ctx); err != nil {
+		return 0, err
+	}
 	if err := core.ValidateCleanup(req, b.limits); err != nil {
 		return 0, err
 	}
