@@ -1,3 +1,14 @@
 module github.com/boson-go/boson/runtime
 
 go 1.26
+
+require (
+	github.com/boson-go/boson/backend-mem v0.0.0
+	github.com/boson-go/boson/core v0.0.0
+	go.uber.org/goleak v1.3.0
+)
+
+replace (
+	github.com/boson-go/boson/backend-mem => ../backend-mem
+	github.com/boson-go/boson/core => ../core
+)

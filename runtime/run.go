@@ -1,0 +1,272 @@
+package boson
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/boson-go/boson/core"
+)
+
+// errLeaseLostCause cancels an attempt whose lease was superseded.
+var errLeaseLostCause = fmt.Errorf("boson: attempt cancelled: %w", core.ErrLeaseLost)
+
+// writeTimeout bounds the backend writes that end an attempt.
+const writeTimeout = 30 * time.Second
+
+// PanicError is the error recorded when a handler panics: the panic value
+// and the goroutine's stack.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+// Error implements error; the text includes the stack.
+func (e *PanicError) Error() string {
+	return fmt.Sprintf("panic: %v\n\n%s", e.Value, e.Stack)
+}
+
+// attempt is the state of one claimed job while its handler runs.
+type attempt struct {
+	w      *Worker
+	b      core.QueueBackend
+	job    core.Job
+	cancel context.CancelCauseFunc
+
+	mu    sync.Mutex
+	lease core.Lease
+	cps   map[string][]byte // checkpoints, loaded lazily
+	lost  atomic.Bool
+}
+
+func (a *attempt) currentLease() core.Lease {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.lease
+}
+
+// markLost records that the lease is gone and cancels the handler.
+func (a *attempt) markLost() {
+	if a.lost.CompareAndSwap(false, true) {
+		a.cancel(errLeaseLostCause)
+	}
+}
+
+// fenced reports err from a fenced call, noting a lost lease.
+func (a *attempt) fenced(err error) error {
+	if errors.Is(err, core.ErrLeaseLost) {
+		a.markLost()
+	}
+	return err
+}
+
+// execute runs one claimed job from start to its final transition.
+func (w *Worker) execute(q queueSource, c *counterSet, job core.Job) {
+	defer w.runs.Done()
+	defer w.releaseSlot()
+	log := w.log.With("job_id", job.ID, "task", job.Task, "queue", job.Queue, "attempt", job.Attempt)
+
+	ctx, cancel := context.WithCancelCause(w.baseCtx)
+	defer cancel(nil)
+	a := &attempt{w: w, b: q.b, job: job, lease: job.Lease, cancel: cancel}
+
+	reg, ok := w.handlers[job.Task]
+	if !ok {
+		c.unhandled.Add(1)
+		log.Warn("boson: no handler for task")
+		w.fail(a, c, fmt.Errorf("%w: %s", ErrNoHandler, job.Task), false, false)
+		return
+	}
+
+	supDone := make(chan struct{})
+	supStopped := make(chan struct{})
+	go a.supervise(supDone, supStopped)
+
+	runCtx := withAttempt(ctx, a)
+	runCtx = WithActorContext(runCtx, job.Actor)
+	var stopTimeout context.CancelFunc = func() {}
+	if reg.timeout > 0 {
+		runCtx, stopTimeout = context.WithTimeoutCause(runCtx, reg.timeout, fmt.Errorf("boson: attempt timed out after %v", reg.timeout))
+	}
+	var (
+		result []byte
+		err    error
+	)
+	c.executions.Add(1)
+	start := time.Now()
+	if w.opts.RunContext != nil {
+		runCtx, err = w.opts.RunContext(runCtx, job.Actor)
+		if err == nil && runCtx == nil {
+			err = errors.New("boson: run context factory returned a nil context")
+		}
+	}
+	if err == nil {
+		result, err = w.invoke(runCtx, &Execution{Job: job, WorkerID: w.opts.ID})
+	}
+	timedOut := reg.timeout > 0 && errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	if timedOut && err != nil {
+		err = fmt.Errorf("%w (%v)", context.Cause(runCtx), err)
+	}
+	stopTimeout()
+	c.execNanos.Add(int64(time.Since(start)))
+	close(supDone)
+	<-supStopped
+
+	switch {
+	case a.lost.Load():
+		w.noteLost(a, c, log)
+	case err == nil:
+		cerr := w.completer.complete(a.b, core.Completion{Lease: a.currentLease(), Result: result})
+		switch {
+		case cerr == nil:
+			c.completed.Add(1)
+			log.Debug("boson: completed")
+		case errors.Is(cerr, core.ErrLeaseLost):
+			w.noteLost(a, c, log)
+		default:
+			log.Error("boson: complete failed; the lease will expire and the job run again", "error", cerr)
+		}
+	case err != nil && errors.Is(context.Cause(ctx), errShutdown):
+		// Shutdown cancelled the attempt: release the job without using
+		// an attempt so that another worker can take it at once.
+		wctx, done := context.WithTimeout(context.Background(), writeTimeout)
+		defer done()
+		if serr := a.b.Sleep(wctx, a.currentLease(), w.clock.Now()); serr != nil && !errors.Is(serr, core.ErrLeaseLost) {
+			log.Error("boson: release after shutdown failed; the lease will expire", "error", serr)
+		}
+		log.Info("boson: attempt released at shutdown")
+	default:
+		var susp *SuspendError
+		var snooze *SnoozeError
+		switch {
+		case errors.As(err, &susp):
+			w.suspend(a, c, susp.Until, log)
+		case errors.As(err, &snooze):
+			w.suspend(a, c, w.clock.Now().Add(snooze.Delay), log)
+		default:
+			_, isPanic := err.(*PanicError)
+			w.fail(a, c, err, IsPermanent(err), isPanic)
+		}
+	}
+}
+
+// invoke runs the middleware chain, turning a panic into a [*PanicError].
+func (w *Worker) invoke(ctx context.Context, ex *Execution) (result []byte, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			result, err = nil, &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return w.chain(ctx, ex)
+}
+
+// supervise renews the lease until done closes, and cancels the attempt
+// when the lease is lost (or cannot be renewed before it expires).
+func (a *attempt) supervise(done <-chan struct{}, stopped chan<- struct{}) {
+	defer close(stopped)
+	w := a.w
+	t := time.NewTicker(w.opts.HeartbeatInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-done:
+			return
+		case <-t.C:
+		}
+		lease := a.currentLease()
+		ctx, cancel := context.WithTimeout(w.baseCtx, w.opts.HeartbeatInterval)
+		nl, err := a.b.Heartbeat(ctx, lease, w.opts.LeaseTTL)
+		cancel()
+		switch {
+		case err == nil:
+			a.mu.Lock()
+			a.lease = nl
+			a.mu.Unlock()
+		case errors.Is(err, core.ErrLeaseLost):
+			a.markLost()
+			return
+		default:
+			if w.baseCtx.Err() != nil {
+				continue
+			}
+			w.log.Warn("boson: heartbeat failed", "job_id", a.job.ID, "error", err)
+			if !w.clock.Now().Before(lease.ExpiresAt) {
+				a.markLost()
+				return
+			}
+		}
+	}
+}
+
+// noteLost counts an attempt whose lease was superseded, telling a
+// cancellation apart from a rescue.
+func (w *Worker) noteLost(a *attempt, c *counterSet, log interface {
+	Info(string, ...any)
+}) {
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	if j, err := a.b.GetJob(ctx, a.job.ID); err == nil && j.State == core.StateCancelled {
+		c.cancelled.Add(1)
+		log.Info("boson: attempt stopped: job cancelled", "reason", j.LastError)
+		return
+	}
+	c.leaseLost.Add(1)
+	log.Info("boson: attempt stopped: lease lost")
+}
+
+func (w *Worker) suspend(a *attempt, c *counterSet, until time.Time, log interface {
+	Info(string, ...any)
+	Error(string, ...any)
+}) {
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	err := a.b.Sleep(ctx, a.currentLease(), until)
+	switch {
+	case err == nil:
+		c.suspended.Add(1)
+		log.Info("boson: suspended", "until", until)
+	case errors.Is(err, core.ErrLeaseLost):
+		w.noteLost(a, c, log)
+	default:
+		log.Error("boson: suspend failed; the lease will expire and the job run again", "error", err)
+	}
+}
+
+// fail records a failed attempt, computing the retry time from the job's
+// retry policy.
+func (w *Worker) fail(a *attempt, c *counterSet, cause error, terminal, isPanic bool) {
+	log := w.log.With("job_id", a.job.ID, "task", a.job.Task, "queue", a.job.Queue, "attempt", a.job.Attempt)
+	policy := mergeRetry(a.job.Retry, w.opts.DefaultRetry)
+	retryAt := w.clock.Now().Add(Backoff(policy, a.job.Attempt))
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	state, err := a.b.Fail(ctx, core.Failure{
+		Lease:    a.currentLease(),
+		Error:    core.TruncateError(cause.Error()),
+		RetryAt:  retryAt,
+		Terminal: terminal,
+	})
+	switch {
+	case err == nil:
+		if !errors.Is(cause, ErrNoHandler) {
+			c.failed.Add(1)
+		}
+		msg := cause.Error()
+		if isPanic {
+			msg = fmt.Sprintf("panic: %v", cause.(*PanicError).Value)
+		}
+		if state == core.StateFailed {
+			log.Warn("boson: task failed", "error", msg, "permanent", terminal)
+		} else {
+			log.Info("boson: attempt failed; will retry", "error", msg, "retry_at", retryAt)
+		}
+	case errors.Is(err, core.ErrLeaseLost):
+		w.noteLost(a, c, log)
+	default:
+		log.Error("boson: recording a failure failed; the lease will expire and the job run again", "error", err)
+	}
+}

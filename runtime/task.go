@@ -1,0 +1,54 @@
+package boson
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/boson-go/boson/core"
+)
+
+// Task ties a stable, persisted task name to the Go types of its input and
+// output. Producers and workers share one Task value; nothing is registered
+// globally. The name is part of the durable compatibility boundary: jobs
+// already stored under it are decoded with In and their results with Out, so
+// keep both types' JSON encodings compatible while old work may exist, or
+// introduce a new name for an incompatible version.
+type Task[In, Out any] struct {
+	name string
+}
+
+// NewTask returns the task called name with input type In and output type
+// Out. Inputs and outputs travel as JSON. The name must satisfy
+// [core.ValidateName]; an invalid name is reported by every spawn and by
+// registration, never by a panic.
+func NewTask[In, Out any](name string) Task[In, Out] {
+	return Task[In, Out]{name: name}
+}
+
+// Name returns the persisted task name.
+func (t Task[In, Out]) Name() string { return t.name }
+
+// Validate reports whether the task's name is valid, with an error wrapping
+// [core.ErrInvalidArgument] when it is not.
+func (t Task[In, Out]) Validate() error { return core.ValidateName("task", t.name) }
+
+// encode marshals v as JSON, wrapping failures in core.ErrInvalidArgument.
+func encode(what string, v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: encode %s: %v", core.ErrInvalidArgument, what, err)
+	}
+	return b, nil
+}
+
+// decode unmarshals JSON into a T. An empty input decodes as T's zero value.
+func decode[T any](what string, b []byte) (T, error) {
+	var v T
+	if len(b) == 0 {
+		return v, nil
+	}
+	if err := json.Unmarshal(b, &v); err != nil {
+		return v, fmt.Errorf("%w: decode %s: %v", core.ErrInvalidArgument, what, err)
+	}
+	return v, nil
+}

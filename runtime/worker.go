@@ -1,0 +1,371 @@
+package boson
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/boson-go/boson/core"
+)
+
+// errShutdown is the cause given to attempts cancelled when the shutdown
+// grace period ends.
+var errShutdown = errors.New("boson: worker shut down before the attempt finished")
+
+// Worker claims jobs of its queues and runs their handlers. It holds at
+// most Concurrency attempts at once, claims only free capacity, renews the
+// leases of running attempts, rescues expired leases and applies retention.
+// Create one with [NewWorker], register handlers, then [Worker.Start] (or
+// [Worker.Run]) and finally [Worker.Shutdown].
+type Worker struct {
+	router   *core.Router
+	opts     WorkerOptions
+	clock    core.Clock
+	log      *slog.Logger
+	handlers map[string]*registration
+	counters map[string]*counterSet
+	queues   []queueSource
+	chain    ExecuteFunc
+
+	mu       sync.Mutex
+	started  bool
+	stopping bool
+	stopped  chan struct{} // closed when Shutdown has finished
+
+	stopClaim  chan struct{} // closed when Shutdown begins
+	baseCtx    context.Context
+	hardCancel context.CancelCauseFunc // cancels running attempts
+	slotFreed  chan struct{}
+	inflight   atomic.Int64
+	runs       sync.WaitGroup
+	loops      sync.WaitGroup
+	completer  *completer
+}
+
+type queueSource struct {
+	name string
+	b    core.QueueBackend
+}
+
+// NewWorker returns a worker over one backend.
+func NewWorker(b core.QueueBackend, opts WorkerOptions) (*Worker, error) {
+	if b == nil {
+		return nil, fmt.Errorf("%w: backend must not be nil", core.ErrInvalidArgument)
+	}
+	return NewRouterWorker(core.NewRouter(b), opts)
+}
+
+// NewRouterWorker returns a worker that serves each of its queues from the
+// backend r resolves for it.
+func NewRouterWorker(r *core.Router, opts WorkerOptions) (*Worker, error) {
+	if r == nil {
+		return nil, fmt.Errorf("%w: router must not be nil", core.ErrInvalidArgument)
+	}
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	w := &Worker{
+		router:   r,
+		opts:     o,
+		clock:    o.Clock,
+		log:      o.Logger.With("worker_id", o.ID),
+		handlers: map[string]*registration{},
+		counters: map[string]*counterSet{},
+		stopped:  make(chan struct{}),
+	}
+	for _, q := range o.Queues {
+		b, err := r.Resolve(q)
+		if err != nil {
+			return nil, fmt.Errorf("boson: queue %s: %w", q, err)
+		}
+		w.queues = append(w.queues, queueSource{name: q, b: b})
+		w.counters[q] = &counterSet{}
+	}
+	return w, nil
+}
+
+// ID returns the worker's id.
+func (w *Worker) ID() string { return w.opts.ID }
+
+// Start begins claiming and returns at once. ctx supplies values to every
+// attempt's context; cancelling it does not stop the worker (call
+// [Worker.Shutdown]). Starting twice is an error wrapping
+// [core.ErrInvalidState].
+func (w *Worker) Start(ctx context.Context) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.started {
+		return fmt.Errorf("%w: worker already started", core.ErrInvalidState)
+	}
+	w.started = true
+	w.stopClaim = make(chan struct{})
+	w.slotFreed = make(chan struct{}, 1)
+	w.baseCtx, w.hardCancel = context.WithCancelCause(context.WithoutCancel(ctx))
+	w.chain = w.dispatchExec
+	for i := len(w.opts.Middleware) - 1; i >= 0; i-- {
+		if mw := w.opts.Middleware[i]; mw != nil {
+			w.chain = mw(w.chain)
+		}
+	}
+	w.completer = newCompleter(w.opts.CompletionBatch)
+	w.loops.Add(1)
+	go func() {
+		defer w.loops.Done()
+		w.completer.loop()
+	}()
+	w.loops.Add(1)
+	go w.claimLoop()
+	if w.opts.RescueInterval > 0 {
+		w.loops.Add(1)
+		go w.every(w.opts.RescueInterval, func() { _, _ = w.Rescue(w.baseCtx) })
+	}
+	if w.opts.RetentionInterval > 0 {
+		w.loops.Add(1)
+		go w.every(w.opts.RetentionInterval, func() { _, _ = w.Cleanup(w.baseCtx) })
+	}
+	w.log.Info("boson: worker started", "queues", w.opts.Queues, "concurrency", w.opts.Concurrency)
+	return nil
+}
+
+// Run starts the worker, blocks until ctx is cancelled, then shuts it down
+// gracefully (see [Worker.Shutdown]) and returns.
+func (w *Worker) Run(ctx context.Context) error {
+	if err := w.Start(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return w.Shutdown(context.Background())
+}
+
+// Shutdown stops claiming, lets running attempts finish for up to the
+// shutdown grace period (or until ctx ends, if sooner), then cancels the
+// rest and waits for their handlers to return. An attempt cancelled this way
+// releases its job without consuming an attempt, so another worker picks it
+// up at once. When Shutdown returns the worker has no goroutines left.
+// Calling it again waits for the first call; calling it on a worker that
+// never started does nothing.
+func (w *Worker) Shutdown(ctx context.Context) error {
+	w.mu.Lock()
+	if !w.started {
+		w.mu.Unlock()
+		return nil
+	}
+	if w.stopping {
+		w.mu.Unlock()
+		select {
+		case <-w.stopped:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	w.stopping = true
+	close(w.stopClaim)
+	w.mu.Unlock()
+
+	drained := make(chan struct{})
+	go func() {
+		w.runs.Wait()
+		close(drained)
+	}()
+	grace := time.NewTimer(w.opts.ShutdownGrace)
+	defer grace.Stop()
+	select {
+	case <-drained:
+	case <-grace.C:
+		w.log.Warn("boson: shutdown grace ended; cancelling running attempts", "running", w.inflight.Load())
+	case <-ctx.Done():
+		w.log.Warn("boson: shutdown context ended; cancelling running attempts", "running", w.inflight.Load())
+	}
+	w.hardCancel(errShutdown)
+	<-drained
+	w.completer.close()
+	w.loops.Wait()
+	close(w.stopped)
+	w.log.Info("boson: worker stopped")
+	return nil
+}
+
+// every runs f now and then every d until the worker stops claiming.
+func (w *Worker) every(d time.Duration, f func()) {
+	defer w.loops.Done()
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.stopClaim:
+			return
+		case <-t.C:
+			f()
+			t.Reset(d)
+		}
+	}
+}
+
+// claimLoop claims free capacity from the served queues, waking on
+// notifications, freed slots and the poll interval.
+func (w *Worker) claimLoop() {
+	defer w.loops.Done()
+	wake := make(chan struct{}, 1)
+	var subs sync.WaitGroup
+	stopSubs := make(chan struct{})
+	for _, q := range w.queues {
+		signal, stop, ok := core.SubscribeQueue(q.b, q.name)
+		if !ok {
+			continue
+		}
+		subs.Add(1)
+		go func() {
+			defer subs.Done()
+			defer stop()
+			for {
+				select {
+				case <-stopSubs:
+					return
+				case _, open := <-signal:
+					if !open {
+						return
+					}
+					select {
+					case wake <- struct{}{}:
+					default:
+					}
+				}
+			}
+		}()
+	}
+	defer func() {
+		close(stopSubs)
+		subs.Wait()
+	}()
+
+	poll := time.NewTimer(w.opts.PollInterval)
+	defer poll.Stop()
+	next := 0
+	for {
+		select {
+		case <-w.stopClaim:
+			return
+		default:
+		}
+		claimed := false
+		for i := 0; i < len(w.queues); i++ {
+			free := w.opts.Concurrency - int(w.inflight.Load())
+			if free <= 0 {
+				break
+			}
+			q := w.queues[(next+i)%len(w.queues)]
+			if w.claim(q, free) > 0 {
+				claimed = true
+			}
+		}
+		next++
+		if claimed && int(w.inflight.Load()) < w.opts.Concurrency {
+			continue // there may be more due work
+		}
+		poll.Reset(w.opts.PollInterval)
+		select {
+		case <-w.stopClaim:
+			return
+		case <-wake:
+		case <-w.slotFreed:
+		case <-poll.C:
+		}
+	}
+}
+
+// claim takes up to free jobs of q and starts them; it returns how many.
+func (w *Worker) claim(q queueSource, free int) int {
+	c := w.counters[q.name]
+	jobs, err := q.b.Claim(w.baseCtx, core.ClaimRequest{
+		Queue:    q.name,
+		WorkerID: w.opts.ID,
+		Limit:    free,
+		LeaseTTL: w.opts.LeaseTTL,
+	})
+	if err != nil {
+		c.claimErrors.Add(1)
+		if w.baseCtx.Err() == nil {
+			w.log.Error("boson: claim failed", "queue", q.name, "error", err)
+		}
+		return 0
+	}
+	c.claimed.Add(int64(len(jobs)))
+	for _, j := range jobs {
+		w.inflight.Add(1)
+		w.runs.Add(1)
+		go w.execute(q, c, j)
+	}
+	return len(jobs)
+}
+
+func (w *Worker) releaseSlot() {
+	w.inflight.Add(-1)
+	select {
+	case w.slotFreed <- struct{}{}:
+	default:
+	}
+}
+
+// dispatchExec is the innermost execution step: it finds the task's executor.
+func (w *Worker) dispatchExec(ctx context.Context, ex *Execution) ([]byte, error) {
+	r, ok := w.handlers[ex.Job.Task]
+	if !ok {
+		return nil, fmt.Errorf("%w: %s", ErrNoHandler, ex.Job.Task)
+	}
+	return r.exec.Execute(ctx, ex)
+}
+
+// Rescue runs bounded rescue passes on every backend of the served queues
+// until a pass changes fewer jobs than the limit (at most ten passes), and
+// returns the summed result. It is safe to run from every worker at once.
+func (w *Worker) Rescue(ctx context.Context) (core.RescueResult, error) {
+	var total core.RescueResult
+	var firstErr error
+	for _, b := range w.backends() {
+		for range 10 {
+			r, err := b.Rescue(ctx, core.RescueRequest{Limit: w.opts.RescueLimit})
+			if err != nil {
+				if firstErr == nil {
+					firstErr = err
+				}
+				if ctx.Err() == nil {
+					w.log.Error("boson: rescue failed", "error", err)
+				}
+				break
+			}
+			total.Requeued += r.Requeued
+			total.Failed += r.Failed
+			total.Cancelled += r.Cancelled
+			if r.Total() > 0 {
+				w.log.Info("boson: rescued jobs", "requeued", r.Requeued, "failed", r.Failed, "cancelled", r.Cancelled)
+			}
+			if r.Total() < w.opts.RescueLimit {
+				break
+			}
+		}
+	}
+	return total, firstErr
+}
+
+// backends returns the distinct backends of the served queues.
+func (w *Worker) backends() []core.QueueBackend {
+	var out []core.QueueBackend
+	for _, q := range w.queues {
+		dup := false
+		for _, b := range out {
+			if b == q.b {
+				dup = true
+			}
+		}
+		if !dup {
+			out = append(out, q.b)
+		}
+	}
+	return out
+}
