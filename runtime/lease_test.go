@@ -1,0 +1,130 @@
+package boson_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/boson-go/boson/core"
+	boson "github.com/boson-go/boson/runtime"
+)
+
+var stepA = boson.NewStep[int]("a")
+
+// A handler that outlives many lease periods keeps its lease through
+// heartbeats, and the rescue pass finds nothing to do.
+func TestLongHandlerKeepsLease(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	w := e.worker(func(o *boson.WorkerOptions) { o.LeaseTTL = time.Second; o.HeartbeatInterval = 5 * time.Millisecond })
+	started, release := make(chan struct{}), make(chan struct{})
+	_ = boson.Register(w, addTask, func(ctx context.Context, in addIn) (addOut, error) {
+		close(started)
+		<-release
+		return addOut{Sum: 1}, ctx.Err()
+	})
+	e.start(w)
+	h, _ := boson.Spawn(ctx, e.client, addTask, addIn{})
+	<-started
+	for i := 0; i < 10; i++ {
+		before := e.job(h.ID()).Lease.ExpiresAt
+		e.clock.Advance(800 * time.Millisecond) // most of a lease period
+		eventually(t, "heartbeat", func() bool { return e.job(h.ID()).Lease.ExpiresAt.After(before.Add(700 * time.Millisecond)) })
+		if r, err := e.b.Rescue(ctx, core.RescueRequest{Limit: 10}); err != nil || r.Total() != 0 {
+			t.Fatalf("rescue %+v %v", r, err)
+		}
+	}
+	close(release)
+	if _, err := h.Wait(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if j := e.job(h.ID()); j.Attempt != 1 {
+		t.Fatalf("attempts %d", j.Attempt)
+	}
+}
+
+// Once a lease is rescued away, the stale attempt's context is cancelled
+// and its writes are refused.
+func TestLeaseLostFencesWrites(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	w := e.worker(func(o *boson.WorkerOptions) {
+		o.LeaseTTL = time.Hour
+		o.HeartbeatInterval = time.Hour / 2 // no heartbeat during the test
+		o.Concurrency = 1
+	})
+	gate := make(chan struct{})
+	stale := make(chan error, 1)
+	var calls int
+	_ = boson.Register(w, addTask, func(ctx context.Context, in addIn) (addOut, error) {
+		calls++
+		if calls == 1 {
+			<-gate
+			_, err := stepA.Run(ctx, func(context.Context) (int, error) { return 1, nil })
+			stale <- err
+			<-ctx.Done()
+			return addOut{}, ctx.Err()
+		}
+		v, err := stepA.Run(ctx, func(context.Context) (int, error) { return 2, nil })
+		return addOut{Sum: v}, err
+	})
+	e.start(w)
+	h, _ := boson.Spawn(ctx, e.client, addTask, addIn{})
+	e.waitState(h.ID(), core.StateRunning)
+	e.clock.Advance(2 * time.Hour)
+	if r, err := e.b.Rescue(ctx, core.RescueRequest{Limit: 10}); err != nil || r.Requeued != 1 {
+		t.Fatalf("rescue %+v %v", r, err)
+	}
+	close(gate)
+	if err := <-stale; !errors.Is(err, core.ErrLeaseLost) {
+		t.Fatalf("stale step: %v", err)
+	}
+	out, err := h.Wait(ctx)
+	if err != nil || out.Sum != 2 {
+		t.Fatalf("got %+v %v", out, err)
+	}
+	eventually(t, "lease lost metric", func() bool { return w.Metrics().Total.LeaseLost == 1 })
+}
+
+func TestCancelRunning(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	w := e.worker(nil)
+	started := make(chan struct{})
+	_ = boson.Register(w, addTask, func(ctx context.Context, in addIn) (addOut, error) {
+		close(started)
+		<-ctx.Done()
+		return addOut{}, ctx.Err()
+	})
+	e.start(w)
+	h, _ := boson.Spawn(ctx, e.client, addTask, addIn{})
+	<-started
+	if err := h.Cancel(ctx, "stop"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.Wait(ctx)
+	if !errors.Is(err, boson.ErrTaskCancelled) {
+		t.Fatalf("wait: %v", err)
+	}
+	eventually(t, "cancelled metric", func() bool { return w.Metrics().Total.Cancelled == 1 })
+}
+
+func TestAttemptTimeout(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	w := e.worker(nil)
+	_ = boson.Register(w, addTask, func(ctx context.Context, in addIn) (addOut, error) {
+		<-ctx.Done()
+		return addOut{}, ctx.Err()
+	}, boson.AttemptTimeout(20*time.Millisecond))
+	e.start(w)
+	h, _ := boson.Spawn(ctx, e.client, addTask, addIn{}, boson.WithMaxAttempts(1))
+	_, err := h.Wait(ctx)
+	if !errors.Is(err, boson.ErrTaskFailed) {
+		t.Fatalf("wait: %v", err)
+	}
+	if j := e.job(h.ID()); j.LastError == "" || !contains(j.LastError, "timed out") {
+		t.Fatalf("last error %q", j.LastError)
+	}
+}
