@@ -83,7 +83,10 @@ func TestMiddlewareOrderAndMetrics(t *testing.T) {
 			}
 		}
 	}
-	w := e.worker(func(o *boson.WorkerOptions) { o.Middleware = []boson.Middleware{mw("outer"), mw("inner")}; o.Concurrency = 1 })
+	w := e.worker(func(o *boson.WorkerOptions) {
+		o.Middleware = []boson.Middleware{mw("outer"), mw("inner")}
+		o.Concurrency = 1
+	})
 	_ = boson.Register(w, childTask, func(ctx context.Context, in int) (int, error) {
 		mu.Lock()
 		trace = append(trace, "handler")

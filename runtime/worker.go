@@ -118,8 +118,9 @@ func (w *Worker) Start(ctx context.Context) error {
 		defer w.loops.Done()
 		w.completer.loop()
 	}()
+	wake, unsubscribe := w.subscribe()
 	w.loops.Add(1)
-	go w.claimLoop()
+	go w.claimLoop(wake, unsubscribe)
 	if w.opts.RescueInterval > 0 {
 		w.loops.Add(1)
 		go w.every(w.opts.RescueInterval, func() { _, _ = w.Rescue(w.baseCtx) })
@@ -209,40 +210,9 @@ func (w *Worker) every(d time.Duration, f func()) {
 
 // claimLoop claims free capacity from the served queues, waking on
 // notifications, freed slots and the poll interval.
-func (w *Worker) claimLoop() {
+func (w *Worker) claimLoop(wake <-chan struct{}, unsubscribe func()) {
 	defer w.loops.Done()
-	wake := make(chan struct{}, 1)
-	var subs sync.WaitGroup
-	stopSubs := make(chan struct{})
-	for _, q := range w.queues {
-		signal, stop, ok := core.SubscribeQueue(q.b, q.name)
-		if !ok {
-			continue
-		}
-		subs.Add(1)
-		go func() {
-			defer subs.Done()
-			defer stop()
-			for {
-				select {
-				case <-stopSubs:
-					return
-				case _, open := <-signal:
-					if !open {
-						return
-					}
-					select {
-					case wake <- struct{}{}:
-					default:
-					}
-				}
-			}
-		}()
-	}
-	defer func() {
-		close(stopSubs)
-		subs.Wait()
-	}()
+	defer unsubscribe()
 
 	poll := time.NewTimer(w.opts.PollInterval)
 	defer poll.Stop()
@@ -276,6 +246,43 @@ func (w *Worker) claimLoop() {
 		case <-w.slotFreed:
 		case <-poll.C:
 		}
+	}
+}
+
+// subscribe listens to the notifications of every served queue whose
+// backend offers them, merging them into one coalescing wake channel.
+func (w *Worker) subscribe() (<-chan struct{}, func()) {
+	wake := make(chan struct{}, 1)
+	var subs sync.WaitGroup
+	stopSubs := make(chan struct{})
+	for _, q := range w.queues {
+		signal, stop, ok := core.SubscribeQueue(q.b, q.name)
+		if !ok {
+			continue
+		}
+		subs.Add(1)
+		go func() {
+			defer subs.Done()
+			defer stop()
+			for {
+				select {
+				case <-stopSubs:
+					return
+				case _, open := <-signal:
+					if !open {
+						return
+					}
+					select {
+					case wake <- struct{}{}:
+					default:
+					}
+				}
+			}
+		}()
+	}
+	return wake, func() {
+		close(stopSubs)
+		subs.Wait()
 	}
 }
 

@@ -1,0 +1,79 @@
+// Package boson is the runtime of the boson job queue: typed tasks, a
+// client that spawns them, and workers that run them with leases, retries,
+// durable steps, sleeps and awaits, on any [core.QueueBackend].
+//
+// # Quick start
+//
+// A task ties a stable name to its input and output types. Producers and
+// workers share the value; nothing is registered globally.
+//
+//	type AddIn struct{ A, B int }
+//	type AddOut struct{ Sum int }
+//
+//	var Add = boson.NewTask[AddIn, AddOut]("add")
+//
+//	backend := mem.New(mem.Options{}) // or SQLite, Postgres, Redis, NATS
+//	client, _ := boson.NewClient(backend, boson.ClientOptions{})
+//
+//	worker, _ := boson.NewWorker(backend, boson.WorkerOptions{})
+//	boson.Register(worker, Add, func(ctx context.Context, in AddIn) (AddOut, error) {
+//		return AddOut{Sum: in.A + in.B}, nil
+//	})
+//	worker.Start(ctx)
+//	defer worker.Shutdown(ctx)
+//
+//	h, _ := boson.Spawn(ctx, client, Add, AddIn{A: 20, B: 22})
+//	out, _ := h.Wait(ctx) // out.Sum == 42
+//
+// The runnable version is the package Example.
+//
+// # Tasks, attempts and leases
+//
+// One spawn stores one job; each try is a run with a 1-based attempt
+// number. A worker claims only free capacity (Concurrency slots), holds
+// each claim under a lease that a supervisor renews every
+// HeartbeatInterval, and fences: when a lease is lost (rescued after
+// expiry, cancelled, past its max-duration deadline) the handler's context
+// is cancelled and the backend refuses every later write of that attempt.
+// A lease is not a timeout; use [AttemptTimeout] for one.
+//
+// A handler's error fails the attempt and is retried with exponential
+// backoff ([DefaultRetry]: 30s doubling to an hour, with 10% jitter) until
+// the attempt budget (default 5) is spent. [Permanent] fails at once,
+// [Snooze] re-runs later without using an attempt, and a panic is recorded
+// as a failed attempt with its stack ([PanicError]).
+//
+// # Durable workflow primitives
+//
+// [Step.Run] commits a named step's value once and replays it on later
+// attempts without running the body again. [SleepFor] and [SleepUntil]
+// release the claim until a wake time (the handler returns the
+// [SuspendError] they give); the task then runs again from the start,
+// replays its steps and passes the sleep. [Await] waits for a task in
+// another queue and checkpoints its result; awaiting in the same queue is
+// rejected with [ErrSameQueueAwait]. Checkpoints are stored as
+// "step-<name>", "sleep-<name>" and "await-<job id>".
+//
+// # Spawning
+//
+// [Spawn], [SpawnBatch] (atomic) and [SpawnTx] (inside the caller's store
+// transaction, where the backend implements [core.TxEnqueuer]) take
+// options: [WithQueue], [WithPriority], [WithRunAt], [WithDelay],
+// [WithMaxAttempts], [WithRetry], [WithHeaders], [WithIdempotencyKey],
+// [WithCancellation] and [WithActor]. A task's stored [core.TaskConfig]
+// supplies defaults for what the spawn leaves unset, and the backend
+// enforces its limits. The returned [Handle] waits (woken by
+// [core.Notifier] where the backend has it, polling otherwise), snapshots,
+// cancels and retries.
+//
+// # Operations
+//
+// Workers rescue expired leases in bounded passes, apply each queue's
+// stored retention policy (default: 30 days, 1,000 deletions per pass),
+// expose exporter-agnostic [Counters] per queue, log through log/slog, wrap
+// execution in [Middleware], and shut down gracefully: stop claiming, drain
+// within the grace period, then cancel and release what is left. Worker
+// settings can come from environment variables ([WorkerOptionsFromEnv]).
+// A [core.Router] spreads queues across backends ([NewRouterClient],
+// [NewRouterWorker]).
+package boson
