@@ -1,0 +1,410 @@
+package natsq
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/boson-go/boson/core"
+)
+
+// apply executes one command against the replica. It is a pure function of
+// the state and the command: the same log gives the same state in every
+// process, which is what makes the log the single source of truth.
+func (s *state) apply(c *command) outcome {
+	now := c.Now
+	switch c.Op {
+	case opEnqueue:
+		return s.applyEnqueue(c)
+	case opClaim:
+		return s.applyClaim(c)
+	case opHeartbeat:
+		return s.applyHeartbeat(c)
+	case opComplete:
+		return s.applyComplete(c)
+	case opFail:
+		return s.applyFail(c)
+	case opSleep:
+		return s.applySleep(c)
+	case opCheckpoint:
+		return s.applyCheckpoint(c)
+	case opRescue:
+		return s.applyRescue(c)
+	case opCancel:
+		return s.applyCancel(c)
+	case opRetry:
+		return s.applyRetry(c)
+	case opTaskConfig:
+		if c.TaskConfig != nil {
+			s.taskCfg[c.TaskConfig.Task] = *c.TaskConfig
+		}
+		return outcome{}
+	case opQueueCfg:
+		if c.QueueConfig != nil {
+			s.queueCfg[c.QueueConfig.Queue] = *c.QueueConfig
+			s.touched[c.QueueConfig.Queue] = struct{}{}
+		}
+		return outcome{}
+	case opCleanup:
+		return s.applyCleanup(c)
+	}
+	_ = now
+	return outcome{err: fmt.Errorf("%w: unknown command %q (a newer version wrote this log?)", core.ErrUnsupported, c.Op)}
+}
+
+func (s *state) applyEnqueue(c *command) outcome {
+	res := make([]core.EnqueueResult, len(c.Jobs))
+	batchKeys := map[idemKey]int{}
+	newPerTask := map[string]int{}
+	for i, j := range c.Jobs {
+		if j.IdempotencyKey != "" {
+			k := idemKey{j.Queue, j.IdempotencyKey}
+			if prev, ok := batchKeys[k]; ok {
+				if c.Jobs[prev].Fingerprint != j.Fingerprint {
+					return outcome{err: &core.BatchError{Index: i, Err: fmt.Errorf("%w: key %q is used twice in the batch with different requests", core.ErrIdempotencyConflict, j.IdempotencyKey)}}
+				}
+				res[i] = core.EnqueueResult{Reused: true}
+				res[i].Job.ID = c.Jobs[prev].ID // filled in below
+				continue
+			}
+			if r, ok := s.idem[k]; ok {
+				if r.job.Fingerprint != j.Fingerprint {
+					return outcome{err: &core.BatchError{Index: i, Err: fmt.Errorf("%w: key %q is held by job %s", core.ErrIdempotencyConflict, j.IdempotencyKey, r.job.ID)}}
+				}
+				res[i] = core.EnqueueResult{Job: copyJob(r.job), Reused: true}
+				continue
+			}
+			batchKeys[k] = i
+		}
+		newPerTask[j.Task]++
+	}
+	tasks := make([]string, 0, len(newPerTask))
+	for t := range newPerTask {
+		tasks = append(tasks, t)
+	}
+	sort.Strings(tasks)
+	for _, t := range tasks {
+		cfg, ok := s.taskCfg[t]
+		if !ok {
+			continue
+		}
+		n := newPerTask[t]
+		if cfg.MaxInFlight > 0 && int(s.active[t])+n > cfg.MaxInFlight {
+			return outcome{err: fmt.Errorf("%w: task %s has %d active jobs, %d more would exceed max in flight %d", core.ErrRateLimited, t, s.active[t], n, cfg.MaxInFlight)}
+		}
+		if cfg.MaxEnqueuePerSecond > 0 {
+			if recent := s.createdWithin(t, c.Now); recent+n > cfg.MaxEnqueuePerSecond {
+				return outcome{err: fmt.Errorf("%w: task %s had %d jobs created within the last second, %d more would exceed %d per second", core.ErrRateLimited, t, recent, n, cfg.MaxEnqueuePerSecond)}
+			}
+		}
+	}
+	for i, j := range c.Jobs {
+		if res[i].Reused {
+			continue
+		}
+		if _, dup := s.jobs[j.ID]; dup {
+			return outcome{err: fmt.Errorf("%w: job id %s exists", core.ErrInvalidState, j.ID)}
+		}
+	}
+	for i, j := range c.Jobs {
+		if res[i].Reused {
+			continue
+		}
+		r := s.insert(j)
+		res[i].Job = copyJob(r.job)
+	}
+	for i := range res {
+		if res[i].Reused && res[i].Job.Queue == "" {
+			res[i].Job = copyJob(s.jobs[res[i].Job.ID].job)
+		}
+	}
+	return outcome{enqueued: res}
+}
+
+// cancelLocked moves an active job to cancelled, closing its open run.
+func (s *state) cancelJob(r *jobRec, c *command, reason string) {
+	s.unindex(r)
+	if r.job.State == core.StateRunning {
+		r.closeRun(core.RunCancelled, c.Now, reason)
+	}
+	r.job.State = core.StateCancelled
+	r.job.FinishedAt = c.Now
+	r.job.LastError = reason
+	s.index(r)
+}
+
+func (s *state) applyClaim(c *command) outcome {
+	now := c.Now
+	if s.queueCfg[c.Queue].Paused {
+		return outcome{}
+	}
+	// Due jobs past a cancellation deadline are cancelled, not handed out.
+	if m := s.deadlined[c.Queue]; len(m) > 0 {
+		var doomed []*jobRec
+		for _, r := range m {
+			j := &r.job
+			if (j.State == core.StateQueued || j.State == core.StateSleeping) && !j.RunAt.After(now) {
+				if _, passed := core.DeadlinePassed(*j, now); passed {
+					doomed = append(doomed, r)
+				}
+			}
+		}
+		for _, r := range doomed {
+			reason, _ := core.DeadlinePassed(r.job, now)
+			s.cancelJob(r, c, reason)
+		}
+	}
+	tree := s.ready[c.Queue]
+	if tree == nil {
+		return outcome{}
+	}
+	nowMicros := micros(now)
+	var picked []readyKey
+	pivot := readyKey{prio: core.MinPriority - 1}
+	for len(picked) < c.Limit {
+		var skipTo *readyKey
+		tree.AscendGreaterOrEqual(pivot, func(k readyKey) bool {
+			if k.runAt > nowMicros {
+				skipTo = &readyKey{prio: k.prio + 1, runAt: -1 << 62}
+				return false
+			}
+			picked = append(picked, k)
+			return len(picked) < c.Limit
+		})
+		if skipTo == nil {
+			break
+		}
+		pivot = *skipTo
+	}
+	jobs := make([]core.Job, 0, len(picked))
+	for i, k := range picked {
+		r := s.jobs[k.id]
+		s.unindex(r)
+		j := &r.job
+		if j.State != core.StateSleeping {
+			j.Attempt++
+		}
+		if j.FirstStartedAt.IsZero() {
+			j.FirstStartedAt = now
+		}
+		j.State = core.StateRunning
+		j.Lease = core.Lease{JobID: j.ID, WorkerID: c.WorkerID, Token: j.Lease.Token + 1, ExpiresAt: now.Add(c.TTL)}
+		r.runs = append(r.runs, core.Run{
+			ID: runID(c.RunBase, i), JobID: j.ID, Attempt: j.Attempt, WorkerID: c.WorkerID,
+			Token: j.Lease.Token, Status: core.RunRunning, StartedAt: now,
+		})
+		s.index(r)
+		jobs = append(jobs, copyJob(*j))
+	}
+	return outcome{jobs: jobs}
+}
+
+// fenced returns the job held by lease, or an error wrapping ErrLeaseLost.
+func (s *state) fenced(l core.Lease) (*jobRec, error) {
+	r, ok := s.jobs[l.JobID]
+	if !ok {
+		return nil, fmt.Errorf("%w: job %s does not exist", core.ErrLeaseLost, l.JobID)
+	}
+	if r.job.State != core.StateRunning || r.job.Lease.Token != l.Token {
+		return nil, fmt.Errorf("%w: job %s is %s under token %d, the lease has token %d", core.ErrLeaseLost, l.JobID, r.job.State, r.job.Lease.Token, l.Token)
+	}
+	return r, nil
+}
+
+func (s *state) applyHeartbeat(c *command) outcome {
+	r, err := s.fenced(c.Lease)
+	if err != nil {
+		return outcome{err: err}
+	}
+	if reason, passed := core.DeadlinePassed(r.job, c.Now); passed {
+		s.cancelJob(r, c, reason)
+		return outcome{err: fmt.Errorf("%w: job %s was cancelled: %s", core.ErrLeaseLost, r.job.ID, reason)}
+	}
+	s.unindex(r)
+	r.job.Lease.ExpiresAt = c.Now.Add(c.TTL)
+	s.index(r)
+	return outcome{lease: r.job.Lease}
+}
+
+func (s *state) applyComplete(c *command) outcome {
+	errs := make([]error, len(c.Completions))
+	for n, it := range c.Completions {
+		r, err := s.fenced(it.Lease)
+		if err != nil {
+			errs[n] = err
+			continue
+		}
+		s.unindex(r)
+		r.closeRun(core.RunSucceeded, c.Now, "")
+		r.job.State = core.StateSucceeded
+		r.job.Result = it.Result
+		r.job.FinishedAt = c.Now
+		s.index(r)
+	}
+	return outcome{errs: errs}
+}
+
+func (s *state) applyFail(c *command) outcome {
+	r, err := s.fenced(c.Lease)
+	if err != nil {
+		return outcome{err: err}
+	}
+	s.unindex(r)
+	r.closeRun(core.RunFailed, c.Now, c.Error)
+	r.job.LastError = c.Error
+	if c.Terminal || r.job.Attempt >= r.job.MaxAttempts {
+		r.job.State = core.StateFailed
+		r.job.FinishedAt = c.Now
+	} else {
+		r.job.State = core.StateQueued
+		r.job.RunAt = c.Now
+		if c.RetryAt.After(c.Now) {
+			r.job.RunAt = c.RetryAt
+		}
+	}
+	s.index(r)
+	return outcome{state: r.job.State}
+}
+
+func (s *state) applySleep(c *command) outcome {
+	r, err := s.fenced(c.Lease)
+	if err != nil {
+		return outcome{err: err}
+	}
+	s.unindex(r)
+	r.closeRun(core.RunSleeping, c.Now, "")
+	r.job.State = core.StateSleeping
+	r.job.RunAt = c.Now
+	if c.Until.After(c.Now) {
+		r.job.RunAt = c.Until
+	}
+	s.index(r)
+	return outcome{}
+}
+
+func (s *state) applyCheckpoint(c *command) outcome {
+	r, err := s.fenced(c.Lease)
+	if err != nil {
+		return outcome{err: err}
+	}
+	if cp, ok := r.checkpoints[c.Step]; ok {
+		return outcome{value: cloneBytes(cp.Value)}
+	}
+	if r.checkpoints == nil {
+		r.checkpoints = map[string]core.Checkpoint{}
+	}
+	v := c.Value
+	if v == nil {
+		v = []byte{}
+	}
+	r.checkpoints[c.Step] = core.Checkpoint{JobID: r.job.ID, Step: c.Step, Value: v, CreatedAt: c.Now}
+	return outcome{value: cloneBytes(v)}
+}
+
+func (s *state) applyRescue(c *command) outcome {
+	now := c.Now
+	type cand struct {
+		at time.Time
+		r  *jobRec
+	}
+	var cands []cand
+	seen := map[string]bool{}
+	for _, m := range s.deadlined {
+		for _, r := range m {
+			if d, ok := core.Deadline(r.job); ok && !now.Before(d) {
+				cands = append(cands, cand{d, r})
+				seen[r.job.ID] = true
+			}
+		}
+	}
+	for _, r := range s.running {
+		if !seen[r.job.ID] && !r.job.Lease.ExpiresAt.After(now) {
+			cands = append(cands, cand{r.job.Lease.ExpiresAt, r})
+		}
+	}
+	sort.Slice(cands, func(a, b int) bool {
+		if !cands[a].at.Equal(cands[b].at) {
+			return cands[a].at.Before(cands[b].at)
+		}
+		return cands[a].r.job.ID < cands[b].r.job.ID
+	})
+	if len(cands) > c.Limit {
+		cands = cands[:c.Limit]
+	}
+	var res core.RescueResult
+	for _, cd := range cands {
+		r := cd.r
+		if reason, passed := core.DeadlinePassed(r.job, now); passed {
+			s.cancelJob(r, c, reason)
+			res.Cancelled++
+			continue
+		}
+		s.unindex(r)
+		r.closeRun(core.RunLost, now, "lease expired")
+		if r.job.Attempt >= r.job.MaxAttempts {
+			r.job.State = core.StateFailed
+			r.job.FinishedAt = now
+			r.job.LastError = "lease expired"
+			res.Failed++
+		} else {
+			r.job.State = core.StateQueued
+			r.job.RunAt = now
+			res.Requeued++
+		}
+		s.index(r)
+	}
+	return outcome{rescue: res}
+}
+
+func (s *state) applyCancel(c *command) outcome {
+	r, ok := s.jobs[c.JobID]
+	if !ok {
+		return outcome{err: fmt.Errorf("%w: job %s", core.ErrNotFound, c.JobID)}
+	}
+	switch r.job.State {
+	case core.StateCancelled:
+		return outcome{job: copyJob(r.job)}
+	case core.StateSucceeded, core.StateFailed:
+		return outcome{err: fmt.Errorf("%w: job %s is %s", core.ErrInvalidState, c.JobID, r.job.State)}
+	}
+	s.cancelJob(r, c, c.Reason)
+	return outcome{job: copyJob(r.job)}
+}
+
+func (s *state) applyRetry(c *command) outcome {
+	r, ok := s.jobs[c.JobID]
+	if !ok {
+		return outcome{err: fmt.Errorf("%w: job %s", core.ErrNotFound, c.JobID)}
+	}
+	if r.job.State != core.StateFailed && r.job.State != core.StateCancelled {
+		return outcome{err: fmt.Errorf("%w: job %s is %s; only failed or cancelled jobs can be retried", core.ErrInvalidState, c.JobID, r.job.State)}
+	}
+	s.unindex(r)
+	r.job.State = core.StateQueued
+	r.job.RunAt = c.Now
+	r.job.FinishedAt = time.Time{}
+	if r.job.Attempt >= r.job.MaxAttempts {
+		r.job.MaxAttempts = r.job.Attempt + 1
+	}
+	s.index(r)
+	return outcome{job: copyJob(r.job)}
+}
+
+func (s *state) applyCleanup(c *command) outcome {
+	before := micros(c.Before)
+	var doomed []*jobRec
+	s.finished.Ascend(func(k finKey) bool {
+		if k.at >= before || len(doomed) >= c.Limit {
+			return false
+		}
+		r := s.jobs[k.id]
+		if c.Queue == "" || r.job.Queue == c.Queue {
+			doomed = append(doomed, r)
+		}
+		return true
+	})
+	for _, r := range doomed {
+		s.remove(r)
+	}
+	return outcome{count: len(doomed)}
+}

@@ -1,0 +1,172 @@
+package natsq
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/boson-go/boson/core"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// Backend is a core.QueueBackend on a JetStream command log. Each Backend
+// is one replica of the store; any number of them, in any number of
+// processes, may share a namespace. It is safe for concurrent use.
+type Backend struct {
+	opts   Options
+	nc     *nats.Conn
+	js     jetstream.JetStream
+	stream jetstream.Stream
+	log    *slog.Logger
+	origin string
+	reqSeq atomic.Uint64
+
+	// mu guards st. Reads take it shared; applying a command takes it
+	// exclusively.
+	mu      sync.RWMutex
+	st      *state
+	applyCh chan struct{} // closed and replaced whenever st.applied moves
+
+	pendMu  sync.Mutex
+	pending map[uint64]*waiter
+
+	cons   jetstream.ConsumeContext
+	notify *notifier
+
+	closeOnce sync.Once
+	closed    chan struct{}
+	bg        sync.WaitGroup
+}
+
+// waiter receives the outcome of a command this replica issued.
+type waiter struct {
+	done chan struct{}
+	out  outcome
+}
+
+var (
+	_ core.QueueBackend = (*Backend)(nil)
+	_ core.Notifier     = (*Backend)(nil)
+)
+
+// New connects a Backend to the namespace's command stream on nc, creating
+// the stream when it does not exist, and replays the stream so that the
+// Backend starts with the current state. nc stays the caller's: Close does
+// not close it. New fails with an error wrapping core.ErrUnsupported when
+// the server is older than 2.9 or lacks JetStream, or when the server did
+// not keep the stream configuration the backend asked for.
+func New(ctx context.Context, nc *nats.Conn, opts Options) (*Backend, error) {
+	if nc == nil {
+		return nil, fmt.Errorf("%w: nil NATS connection", core.ErrInvalidArgument)
+	}
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	if err := checkServerVersion(nc); err != nil {
+		return nil, err
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, fmt.Errorf("natsq: jetstream: %w", err)
+	}
+	stream, err := ensureStream(ctx, js, o)
+	if err != nil {
+		return nil, err
+	}
+	b := &Backend{
+		opts:    o,
+		nc:      nc,
+		js:      js,
+		stream:  stream,
+		log:     o.Logger.With("backend", "nats", "namespace", o.Namespace),
+		origin:  core.NewID(time.Now()),
+		st:      newState(),
+		applyCh: make(chan struct{}),
+		pending: map[uint64]*waiter{},
+		closed:  make(chan struct{}),
+	}
+	b.notify = newNotifier(b)
+	if err := b.startConsumer(ctx); err != nil {
+		return nil, err
+	}
+	if err := b.Sync(ctx); err != nil {
+		b.Close()
+		return nil, err
+	}
+	b.bg.Add(1)
+	go b.notify.poll()
+	return b, nil
+}
+
+// Close stops the backend's consumer and wake-ups. Later calls return errors
+// wrapping core.ErrClosed. It does not close the NATS connection.
+func (b *Backend) Close() error {
+	b.closeOnce.Do(func() {
+		close(b.closed)
+		if b.cons != nil {
+			b.cons.Stop()
+		}
+		b.bg.Wait()
+		b.notify.closeAll()
+	})
+	return nil
+}
+
+func (b *Backend) isClosed() error {
+	select {
+	case <-b.closed:
+		return fmt.Errorf("natsq: %w", core.ErrClosed)
+	default:
+		return nil
+	}
+}
+
+// now returns the backend clock's time at microsecond precision, in UTC.
+func (b *Backend) now() time.Time {
+	return b.opts.Clock.Now().UTC().Truncate(time.Microsecond)
+}
+
+// Sync waits until this replica has applied every command the stream held
+// when Sync was called. Commands a Backend issues are applied before the
+// call returns, so Sync is needed only to read, from this process, what
+// another process wrote a moment ago.
+func (b *Backend) Sync(ctx context.Context) error {
+	if err := b.isClosed(); err != nil {
+		return err
+	}
+	info, err := b.stream.Info(ctx)
+	if err != nil {
+		return fmt.Errorf("natsq: stream info: %w", err)
+	}
+	return b.waitApplied(ctx, info.State.LastSeq)
+}
+
+func (b *Backend) waitApplied(ctx context.Context, seq uint64) error {
+	for {
+		b.mu.RLock()
+		applied, ch := b.st.applied, b.applyCh
+		b.mu.RUnlock()
+		if applied >= seq {
+			return nil
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return fmt.Errorf("natsq: waiting for the log to reach %d (at %d): %w", seq, applied, ctx.Err())
+		case <-b.closed:
+			return fmt.Errorf("natsq: %w", core.ErrClosed)
+		}
+	}
+}
+
+func isTransient(err error) bool {
+	return errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrNoResponders) ||
+		errors.Is(err, nats.ErrTimeout) || errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, nats.ErrConnectionReconnecting) || errors.Is(err, nats.ErrDisconnected)
+}

@@ -1,0 +1,100 @@
+package natsq
+
+import (
+	"time"
+
+	"github.com/boson-go/boson/core"
+)
+
+// op names the kind of a command.
+type op string
+
+const (
+	opEnqueue    op = "enqueue"
+	opClaim      op = "claim"
+	opHeartbeat  op = "heartbeat"
+	opComplete   op = "complete"
+	opFail       op = "fail"
+	opSleep      op = "sleep"
+	opCheckpoint op = "checkpoint"
+	opRescue     op = "rescue"
+	opCancel     op = "cancel"
+	opRetry      op = "retry"
+	opTaskConfig op = "task_config"
+	opQueueCfg   op = "queue_config"
+	opCleanup    op = "cleanup"
+)
+
+// command is one entry of the log. It carries everything a replica needs to
+// apply it deterministically: the issuer's time, the ids it chose, and the
+// already validated input. Replicas never consult their own clock, options
+// or randomness while applying.
+type command struct {
+	Op     op        `json:"op"`
+	Origin string    `json:"o"`
+	Req    uint64    `json:"r"`
+	Now    time.Time `json:"now"`
+
+	Jobs        []core.Job        `json:"jobs,omitempty"`
+	Queue       string            `json:"queue,omitempty"`
+	WorkerID    string            `json:"worker,omitempty"`
+	Limit       int               `json:"limit,omitempty"`
+	TTL         time.Duration     `json:"ttl,omitempty"`
+	RunBase     string            `json:"run_base,omitempty"`
+	Lease       core.Lease        `json:"lease"`
+	Completions []completionItem  `json:"completions,omitempty"`
+	Error       string            `json:"error,omitempty"`
+	RetryAt     time.Time         `json:"retry_at"`
+	Terminal    bool              `json:"terminal,omitempty"`
+	Until       time.Time         `json:"until"`
+	Step        string            `json:"step,omitempty"`
+	Value       []byte            `json:"value,omitempty"`
+	JobID       string            `json:"job_id,omitempty"`
+	Reason      string            `json:"reason,omitempty"`
+	TaskConfig  *core.TaskConfig  `json:"task_config,omitempty"`
+	QueueConfig *core.QueueConfig `json:"queue_config,omitempty"`
+	Before      time.Time         `json:"before"`
+}
+
+// completionItem is one valid item of a Complete batch and its index in the
+// caller's batch.
+type completionItem struct {
+	Index  int        `json:"i"`
+	Lease  core.Lease `json:"lease"`
+	Result []byte     `json:"result,omitempty"`
+}
+
+// outcome is what applying a command produced, handed back to the issuer.
+type outcome struct {
+	err      error
+	enqueued []core.EnqueueResult
+	jobs     []core.Job
+	job      core.Job
+	lease    core.Lease
+	errs     []error
+	state    core.JobState
+	value    []byte
+	rescue   core.RescueResult
+	count    int
+}
+
+// runID returns the i-th run id of a claim: base (a core.NewID) plus i,
+// read as a base-32 number. Every replica derives the same ids.
+func runID(base string, i int) string {
+	const digits = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+	b := []byte(base)
+	carry := i
+	for p := len(b) - 1; p >= 0 && carry > 0; p-- {
+		v := 0
+		for k := 0; k < len(digits); k++ {
+			if digits[k] == b[p] {
+				v = k
+				break
+			}
+		}
+		v += carry
+		b[p] = digits[v%32]
+		carry = v / 32
+	}
+	return string(b)
+}

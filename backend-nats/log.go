@@ -1,0 +1,222 @@
+package natsq
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/boson-go/boson/core"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// partsHeader lists, on the last message of a command too large for one
+// message, the stream sequences of its leading parts.
+const partsHeader = "Boson-Parts"
+
+// exec appends c to the log and returns the outcome of applying it. The
+// outcome is that of this replica, which every other replica reproduces.
+// When exec returns an error other than one from the outcome, the command
+// may or may not have been stored.
+func (b *Backend) exec(ctx context.Context, c *command) (outcome, error) {
+	if err := b.isClosed(); err != nil {
+		return outcome{}, err
+	}
+	c.Origin = b.origin
+	c.Req = b.reqSeq.Add(1)
+	data, err := json.Marshal(c)
+	if err != nil {
+		return outcome{}, fmt.Errorf("natsq: encode command: %w", err)
+	}
+	w := &waiter{done: make(chan struct{})}
+	b.pendMu.Lock()
+	b.pending[c.Req] = w
+	b.pendMu.Unlock()
+	defer func() {
+		b.pendMu.Lock()
+		delete(b.pending, c.Req)
+		b.pendMu.Unlock()
+	}()
+	seq, single, err := b.publish(ctx, c.Req, data)
+	if err != nil {
+		return outcome{}, err
+	}
+	if single {
+		// Fast path: when nothing came between our replica's position and
+		// the command, apply it here instead of waiting for its delivery.
+		b.mu.Lock()
+		if b.st.applied == seq-1 {
+			var fresh command
+			if err := json.Unmarshal(data, &fresh); err == nil {
+				b.applyLocked(seq, &fresh)
+			}
+		}
+		b.mu.Unlock()
+	}
+	timer := time.NewTimer(4 * b.opts.RequestTimeout)
+	defer timer.Stop()
+	select {
+	case <-w.done:
+		return w.out, nil
+	case <-ctx.Done():
+		return outcome{}, fmt.Errorf("natsq: command %d stored, waiting for it to apply: %w", seq, ctx.Err())
+	case <-timer.C:
+		return outcome{}, fmt.Errorf("natsq: command %d stored but not applied within %v; its outcome is unknown", seq, 4*b.opts.RequestTimeout)
+	case <-b.closed:
+		return outcome{}, fmt.Errorf("natsq: %w", core.ErrClosed)
+	}
+}
+
+// publish stores data as one command, split into parts when it exceeds
+// the server's message size. It returns the sequence of the command's last
+// message and whether the command fit in one message.
+func (b *Backend) publish(ctx context.Context, req uint64, data []byte) (uint64, bool, error) {
+	limit := int(b.nc.MaxPayload()) - 16<<10
+	if limit < 16<<10 {
+		limit = 16 << 10
+	}
+	id := b.origin + "." + strconv.FormatUint(req, 10)
+	var parts []string
+	for n := 0; len(data) > limit; n++ {
+		seq, err := b.publishOne(ctx, partSubject(b.opts.Namespace), data[:limit], id+".p"+strconv.Itoa(n), nil)
+		if err != nil {
+			return 0, false, err
+		}
+		parts = append(parts, strconv.FormatUint(seq, 10))
+		data = data[limit:]
+	}
+	var hdr nats.Header
+	if len(parts) > 0 {
+		hdr = nats.Header{partsHeader: []string{strings.Join(parts, ",")}}
+	}
+	seq, err := b.publishOne(ctx, logSubject(b.opts.Namespace), data, id, hdr)
+	return seq, len(parts) == 0, err
+}
+
+// publishOne publishes one message, again under the same message id when
+// the server does not answer, so that the stream stores it at most once.
+func (b *Backend) publishOne(ctx context.Context, subject string, data []byte, id string, hdr nats.Header) (uint64, error) {
+	var last error
+	for attempt := 0; attempt < b.opts.PublishAttempts; attempt++ {
+		if attempt > 0 {
+			select {
+			case <-time.After(time.Duration(attempt) * 200 * time.Millisecond):
+			case <-ctx.Done():
+				return 0, fmt.Errorf("natsq: publish command: %w (after %v)", ctx.Err(), last)
+			case <-b.closed:
+				return 0, fmt.Errorf("natsq: %w", core.ErrClosed)
+			}
+		}
+		actx, cancel := context.WithTimeout(ctx, b.opts.RequestTimeout)
+		ack, err := b.js.PublishMsg(actx, &nats.Msg{Subject: subject, Data: data, Header: hdr},
+			jetstream.WithMsgID(id), jetstream.WithExpectStream(StreamName(b.opts.Namespace)))
+		cancel()
+		if err == nil {
+			return ack.Sequence, nil
+		}
+		last = err
+		if ctx.Err() != nil || !isTransient(err) {
+			break
+		}
+		b.log.Warn("publishing a command failed, trying again", "attempt", attempt+1, "err", err)
+	}
+	return 0, fmt.Errorf("natsq: publish command: %w", last)
+}
+
+func (b *Backend) startConsumer(ctx context.Context) error {
+	cons, err := b.js.OrderedConsumer(ctx, StreamName(b.opts.Namespace), jetstream.OrderedConsumerConfig{
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	})
+	if err != nil {
+		return fmt.Errorf("natsq: consumer: %w", err)
+	}
+	cc, err := cons.Consume(b.handle, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+		b.log.Debug("command consumer", "err", err)
+	}))
+	if err != nil {
+		return fmt.Errorf("natsq: consume: %w", err)
+	}
+	b.cons = cc
+	return nil
+}
+
+// handle applies one delivered message of the log.
+func (b *Backend) handle(msg jetstream.Msg) {
+	meta, err := msg.Metadata()
+	if err != nil {
+		b.log.Error("log message without metadata", "err", err)
+		return
+	}
+	seq := meta.Sequence.Stream
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if seq <= b.st.applied {
+		return
+	}
+	if strings.HasSuffix(msg.Subject(), ".part") {
+		b.st.parts[seq] = append([]byte(nil), msg.Data()...)
+		b.advanceLocked(seq)
+		return
+	}
+	data := msg.Data()
+	if h := msg.Headers().Get(partsHeader); h != "" {
+		var whole []byte
+		for _, f := range strings.Split(h, ",") {
+			ps, _ := strconv.ParseUint(f, 10, 64)
+			p, ok := b.st.parts[ps]
+			if !ok {
+				b.log.Error("command part missing; command skipped", "seq", seq, "part", ps)
+				b.advanceLocked(seq)
+				return
+			}
+			whole = append(whole, p...)
+			delete(b.st.parts, ps)
+		}
+		data = append(whole, data...)
+	}
+	var c command
+	if err := json.Unmarshal(data, &c); err != nil {
+		b.log.Error("undecodable command skipped", "seq", seq, "err", err)
+		b.advanceLocked(seq)
+		return
+	}
+	b.applyLocked(seq, &c)
+}
+
+// applyLocked applies command c at log position seq, hands its outcome to
+// the waiting caller when this replica issued it, and wakes subscribers.
+func (b *Backend) applyLocked(seq uint64, c *command) {
+	out := b.st.apply(c)
+	if c.Origin == b.origin {
+		b.pendMu.Lock()
+		if w := b.pending[c.Req]; w != nil {
+			w.out = out
+			close(w.done)
+			delete(b.pending, c.Req)
+		}
+		b.pendMu.Unlock()
+	}
+	for q := range b.st.touched {
+		b.notify.signal(q)
+		delete(b.st.touched, q)
+	}
+	// Parts of commands whose last message never came are dropped once the
+	// log has moved far past them.
+	if len(b.st.parts) > 0 {
+		for ps := range b.st.parts {
+			if ps+1_000_000 < seq {
+				delete(b.st.parts, ps)
+			}
+		}
+	}
+	b.advanceLocked(seq)
+}
+
+func (b *Backend) advanceLocked(seq uint64) {
+	b.st.applied = seq
+	close(b.applyCh)
+	b.applyCh = make(chan struct{})
+}

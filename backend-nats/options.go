@@ -1,0 +1,87 @@
+package natsq
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/boson-go/boson/core"
+)
+
+// DefaultNamespace is the namespace a Backend uses when Options.Namespace is empty.
+const DefaultNamespace = "boson"
+
+// Options configure a Backend. The zero value is useful: namespace "boson",
+// one replica, the process clock, core.DefaultLimits, slog.Default.
+type Options struct {
+	// Namespace prefixes the stream and subjects of this backend, so that
+	// several independent boson installations can share one NATS account.
+	// It must pass core.ValidateName. Default [DefaultNamespace].
+	Namespace string
+	// Replicas is the replication factor of the command stream: 1 on a
+	// single server (the default), 3 on a cluster. Every command then waits
+	// for a quorum of replicas before it is acknowledged.
+	Replicas int
+	// Clock decides every lease, deadline and due time. Nil means the
+	// process clock; processes sharing a namespace should then keep their
+	// clocks synchronised.
+	Clock core.Clock
+	// Limits bound what the backend accepts; zero fields take
+	// core.DefaultLimits.
+	Limits core.Limits
+	// Logger receives the backend's diagnostics. Nil means slog.Default().
+	Logger *slog.Logger
+	// PollInterval is how often subscribers of core.Notifier are signalled
+	// for queues that hold due jobs, which covers jobs that become due by
+	// the passing of time rather than by a command. Default 1s.
+	PollInterval time.Duration
+	// RequestTimeout bounds one publish attempt of a command. Default 5s.
+	RequestTimeout time.Duration
+	// PublishAttempts is how often a command is published before the call
+	// gives up when the server does not answer. Retries carry the same
+	// message id, so the server stores a command at most once. Default 3.
+	PublishAttempts int
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Namespace == "" {
+		o.Namespace = DefaultNamespace
+	}
+	if err := core.ValidateName("namespace", o.Namespace); err != nil {
+		return o, err
+	}
+	if o.Replicas == 0 {
+		o.Replicas = 1
+	}
+	if o.Replicas < 1 || o.Replicas > 5 {
+		return o, fmt.Errorf("%w: replicas: %d is outside [1, 5]", core.ErrInvalidArgument, o.Replicas)
+	}
+	if err := o.Limits.Validate(); err != nil {
+		return o, err
+	}
+	o.Limits = o.Limits.WithDefaults()
+	o.Clock = core.ClockOrSystem(o.Clock)
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.PollInterval < 0 || o.RequestTimeout < 0 || o.PublishAttempts < 0 {
+		return o, fmt.Errorf("%w: poll interval, request timeout and publish attempts must not be negative", core.ErrInvalidArgument)
+	}
+	if o.PollInterval == 0 {
+		o.PollInterval = time.Second
+	}
+	if o.RequestTimeout == 0 {
+		o.RequestTimeout = 5 * time.Second
+	}
+	if o.PublishAttempts == 0 {
+		o.PublishAttempts = 3
+	}
+	return o, nil
+}
+
+// StreamName returns the name of the JetStream stream that holds the
+// commands of namespace ns.
+func StreamName(ns string) string { return "BOSON_" + ns }
+
+func logSubject(ns string) string  { return "boson." + ns + ".log" }
+func partSubject(ns string) string { return "boson." + ns + ".part" }

@@ -1,0 +1,276 @@
+package natsq
+
+import (
+	"sort"
+	"time"
+
+	"github.com/boson-go/boson/core"
+	"github.com/google/btree"
+)
+
+// jobRec is a replica's record of one job with its runs and checkpoints.
+type jobRec struct {
+	job         core.Job
+	runs        []core.Run
+	checkpoints map[string]core.Checkpoint
+}
+
+// readyKey orders the queued and sleeping jobs of one queue for claims.
+type readyKey struct {
+	prio  int
+	runAt int64 // unix microseconds
+	id    string
+}
+
+func readyLess(a, b readyKey) bool {
+	if a.prio != b.prio {
+		return a.prio < b.prio
+	}
+	if a.runAt != b.runAt {
+		return a.runAt < b.runAt
+	}
+	return a.id < b.id
+}
+
+// finKey orders terminal jobs by finish time for retention.
+type finKey struct {
+	at int64 // unix microseconds
+	id string
+}
+
+func finLess(a, b finKey) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	return a.id < b.id
+}
+
+type countKey struct {
+	queue, task string
+	state       core.JobState
+}
+
+type idemKey struct{ queue, key string }
+
+// runStats aggregates the runs of one task.
+type runStats struct {
+	runs    map[core.RunStatus]int64
+	runTime time.Duration
+}
+
+// state is one replica of the store: a deterministic function of the
+// command log up to applied. Every field is guarded by Backend.mu.
+type state struct {
+	applied uint64
+
+	jobs      map[string]*jobRec
+	ids       *btree.BTreeG[string]
+	ready     map[string]*btree.BTreeG[readyKey]
+	running   map[string]*jobRec
+	deadlined map[string]map[string]*jobRec // queue -> active jobs with a deadline in their phase
+	finished  *btree.BTreeG[finKey]
+	counts    map[countKey]int64
+	taskRuns  map[string]*runStats
+	active    map[string]int64       // task -> active jobs
+	created   map[string][]time.Time // task -> sorted CreatedAt of its jobs
+	idem      map[idemKey]*jobRec
+
+	taskCfg  map[string]core.TaskConfig
+	queueCfg map[string]core.QueueConfig
+
+	// parts holds the leading parts of commands too large for one message.
+	parts map[uint64][]byte
+
+	// touched collects the queues whose jobs changed during one command,
+	// for wake-ups.
+	touched map[string]struct{}
+}
+
+func newState() *state {
+	return &state{
+		jobs:      map[string]*jobRec{},
+		ids:       btree.NewOrderedG[string](32),
+		ready:     map[string]*btree.BTreeG[readyKey]{},
+		running:   map[string]*jobRec{},
+		deadlined: map[string]map[string]*jobRec{},
+		finished:  btree.NewG(32, finLess),
+		counts:    map[countKey]int64{},
+		taskRuns:  map[string]*runStats{},
+		active:    map[string]int64{},
+		created:   map[string][]time.Time{},
+		idem:      map[idemKey]*jobRec{},
+		taskCfg:   map[string]core.TaskConfig{},
+		queueCfg:  map[string]core.QueueConfig{},
+		parts:     map[uint64][]byte{},
+		touched:   map[string]struct{}{},
+	}
+}
+
+func micros(t time.Time) int64 { return t.UnixMicro() }
+
+func (s *state) readyTree(queue string) *btree.BTreeG[readyKey] {
+	t := s.ready[queue]
+	if t == nil {
+		t = btree.NewG(32, readyLess)
+		s.ready[queue] = t
+	}
+	return t
+}
+
+func (s *state) stats(task string) *runStats {
+	r := s.taskRuns[task]
+	if r == nil {
+		r = &runStats{runs: map[core.RunStatus]int64{}}
+		s.taskRuns[task] = r
+	}
+	return r
+}
+
+// Every change of a job follows one pattern that keeps the indexes right:
+// unindex(r), change r, index(r). index and unindex touch exactly the same
+// entries for the same record, so they must bracket every change.
+
+func (s *state) index(r *jobRec) {
+	j := &r.job
+	s.touched[j.Queue] = struct{}{}
+	s.counts[countKey{j.Queue, j.Task, j.State}]++
+	if j.State.Active() {
+		s.active[j.Task]++
+		if _, ok := core.Deadline(*j); ok {
+			m := s.deadlined[j.Queue]
+			if m == nil {
+				m = map[string]*jobRec{}
+				s.deadlined[j.Queue] = m
+			}
+			m[j.ID] = r
+		}
+	}
+	switch {
+	case j.State == core.StateQueued || j.State == core.StateSleeping:
+		s.readyTree(j.Queue).ReplaceOrInsert(readyKey{j.Priority, micros(j.RunAt), j.ID})
+	case j.State == core.StateRunning:
+		s.running[j.ID] = r
+	case j.State.Terminal():
+		s.finished.ReplaceOrInsert(finKey{micros(j.FinishedAt), j.ID})
+	}
+	st := s.stats(j.Task)
+	for _, run := range r.runs {
+		st.runs[run.Status]++
+		st.runTime += run.Duration()
+	}
+}
+
+func (s *state) unindex(r *jobRec) {
+	j := &r.job
+	s.touched[j.Queue] = struct{}{}
+	k := countKey{j.Queue, j.Task, j.State}
+	if s.counts[k]--; s.counts[k] <= 0 {
+		delete(s.counts, k)
+	}
+	if j.State.Active() {
+		if s.active[j.Task]--; s.active[j.Task] <= 0 {
+			delete(s.active, j.Task)
+		}
+		if m := s.deadlined[j.Queue]; m != nil {
+			delete(m, j.ID)
+			if len(m) == 0 {
+				delete(s.deadlined, j.Queue)
+			}
+		}
+	}
+	switch {
+	case j.State == core.StateQueued || j.State == core.StateSleeping:
+		if t := s.ready[j.Queue]; t != nil {
+			t.Delete(readyKey{j.Priority, micros(j.RunAt), j.ID})
+			if t.Len() == 0 {
+				delete(s.ready, j.Queue)
+			}
+		}
+	case j.State == core.StateRunning:
+		delete(s.running, j.ID)
+	case j.State.Terminal():
+		s.finished.Delete(finKey{micros(j.FinishedAt), j.ID})
+	}
+	st := s.stats(j.Task)
+	for _, run := range r.runs {
+		if st.runs[run.Status]--; st.runs[run.Status] <= 0 {
+			delete(st.runs, run.Status)
+		}
+		st.runTime -= run.Duration()
+	}
+}
+
+// insert adds a new job.
+func (s *state) insert(j core.Job) *jobRec {
+	r := &jobRec{job: j}
+	s.jobs[j.ID] = r
+	s.ids.ReplaceOrInsert(j.ID)
+	if j.IdempotencyKey != "" {
+		s.idem[idemKey{j.Queue, j.IdempotencyKey}] = r
+	}
+	c := s.created[j.Task]
+	i := sort.Search(len(c), func(i int) bool { return c[i].After(j.CreatedAt) })
+	c = append(c, time.Time{})
+	copy(c[i+1:], c[i:])
+	c[i] = j.CreatedAt
+	s.created[j.Task] = c
+	s.index(r)
+	return r
+}
+
+// remove deletes a job with its runs and checkpoints and frees its key.
+func (s *state) remove(r *jobRec) {
+	j := &r.job
+	s.unindex(r)
+	delete(s.jobs, j.ID)
+	s.ids.Delete(j.ID)
+	if j.IdempotencyKey != "" {
+		k := idemKey{j.Queue, j.IdempotencyKey}
+		if s.idem[k] == r {
+			delete(s.idem, k)
+		}
+	}
+	c := s.created[j.Task]
+	i := sort.Search(len(c), func(i int) bool { return !c[i].Before(j.CreatedAt) })
+	if i < len(c) {
+		c = append(c[:i], c[i+1:]...)
+	}
+	if len(c) == 0 {
+		delete(s.created, j.Task)
+	} else {
+		s.created[j.Task] = c
+	}
+}
+
+// createdWithin counts the jobs of task created in (now-1s, now].
+func (s *state) createdWithin(task string, now time.Time) int {
+	c := s.created[task]
+	lo := sort.Search(len(c), func(i int) bool { return c[i].After(now.Add(-time.Second)) })
+	hi := sort.Search(len(c), func(i int) bool { return c[i].After(now) })
+	if hi < lo {
+		return 0
+	}
+	return hi - lo
+}
+
+// currentRun returns the open run of a running job, or nil.
+func (r *jobRec) currentRun() *core.Run {
+	for i := len(r.runs) - 1; i >= 0; i-- {
+		if r.runs[i].Token == r.job.Lease.Token {
+			if r.runs[i].Status == core.RunRunning {
+				return &r.runs[i]
+			}
+			return nil
+		}
+	}
+	return nil
+}
+
+// closeRun ends the open run of r, if any.
+func (r *jobRec) closeRun(status core.RunStatus, now time.Time, errText string) {
+	if run := r.currentRun(); run != nil {
+		run.Status = status
+		run.FinishedAt = now
+		run.Error = errText
+	}
+}
