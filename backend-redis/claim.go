@@ -1,0 +1,56 @@
+package redisq
+
+import (
+	"context"
+	"time"
+
+	"github.com/boson-go/boson/core"
+)
+
+// Claim takes up to req.Limit due jobs of one queue in one script call. See
+// core.QueueBackend.
+func (b *Backend) Claim(ctx context.Context, req core.ClaimRequest) ([]core.Job, error) {
+	if err := b.check("claim"); err != nil {
+		return nil, err
+	}
+	if err := core.ValidateClaim(req, b.opts.Limits); err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	if b.opts.Clock != nil {
+		now = b.opts.Clock.Now()
+	}
+	args := make([]any, 0, 3+req.Limit)
+	args = append(args, req.WorkerID, req.Limit, durMicros(req.LeaseTTL))
+	for range req.Limit {
+		args = append(args, core.NewID(now))
+	}
+	res, err := b.run(ctx, scriptClaim, req.Queue, args...)
+	if err != nil {
+		return nil, wrap("claim", err)
+	}
+	_, rest, err := reply(res)
+	if err != nil {
+		return nil, err
+	}
+	jobs := make([]core.Job, 0, len(rest)-1)
+	for _, v := range rest[1:] {
+		j, err := decodeScriptJob(req.Queue, v)
+		if err != nil {
+			return nil, err
+		}
+		b.remember(j.ID, j.Queue)
+		jobs = append(jobs, j)
+	}
+	return jobs, nil
+}
+
+// durMicros converts a positive duration to whole microseconds, rounding up
+// so that a positive duration never becomes zero.
+func durMicros(d time.Duration) int64 {
+	us := int64(d / time.Microsecond)
+	if d%time.Microsecond != 0 {
+		us++
+	}
+	return us
+}

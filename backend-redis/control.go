@@ -1,0 +1,199 @@
+package redisq
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/boson-go/boson/core"
+	"github.com/redis/go-redis/v9"
+)
+
+func notFound(op, id string) error {
+	return fmt.Errorf("redisq: %s: job %s: %w", op, id, core.ErrNotFound)
+}
+
+// jobScript runs a script that addresses one job by id and returns
+// {'ok', job}, {'notfound'} or {'state', state}.
+func (b *Backend) jobScript(ctx context.Context, op string, s *redis.Script, id string, args ...any) (core.Job, error) {
+	if err := b.check(op); err != nil {
+		return core.Job{}, err
+	}
+	if id == "" || len(id) > core.MaxNameLength {
+		return core.Job{}, invalidf("job id must be 1 to %d bytes", core.MaxNameLength)
+	}
+	q, ok, err := b.queueOf(ctx, id)
+	if err != nil {
+		return core.Job{}, err
+	}
+	if !ok {
+		return core.Job{}, notFound(op, id)
+	}
+	res, err := b.run(ctx, s, q, append([]any{id}, args...)...)
+	if err != nil {
+		return core.Job{}, wrap(op, err)
+	}
+	status, rest, err := reply(res)
+	if err != nil {
+		return core.Job{}, err
+	}
+	switch status {
+	case "ok":
+		return decodeScriptJob(q, rest[0])
+	case "notfound":
+		return core.Job{}, notFound(op, id)
+	case "state":
+		st, _ := str(rest[0])
+		return core.Job{}, fmt.Errorf("redisq: %s: job %s is %s: %w", op, id, st, core.ErrInvalidState)
+	}
+	return core.Job{}, fmt.Errorf("redisq: %s: unexpected reply %q", op, status)
+}
+
+// Cancel cancels a queued, sleeping or running job. See core.QueueBackend.
+func (b *Backend) Cancel(ctx context.Context, jobID, reason string) (core.Job, error) {
+	if reason == "" {
+		reason = "cancelled"
+	}
+	j, err := b.jobScript(ctx, "cancel", scriptCancel, jobID, core.TruncateError(reason))
+	if err == nil {
+		b.forget(jobID)
+	}
+	return j, err
+}
+
+// Retry queues a failed or cancelled job again. See core.QueueBackend.
+func (b *Backend) Retry(ctx context.Context, jobID string) (core.Job, error) {
+	return b.jobScript(ctx, "retry", scriptRetry, jobID)
+}
+
+// sortedQueues returns every registered queue, sorted.
+func (b *Backend) sortedQueues(ctx context.Context) ([]string, error) {
+	qs, err := b.rdb.SMembers(ctx, b.ks.queues()).Result()
+	if err != nil {
+		return nil, wrap("list queues", err)
+	}
+	slices.Sort(qs)
+	return qs, nil
+}
+
+// Rescue runs one bounded pass over every queue, one script call per queue
+// until the limit is spent. See core.QueueBackend.
+func (b *Backend) Rescue(ctx context.Context, req core.RescueRequest) (core.RescueResult, error) {
+	var out core.RescueResult
+	if err := b.check("rescue"); err != nil {
+		return out, err
+	}
+	if err := b.opts.Limits.ValidateBatch("limit", req.Limit); err != nil {
+		return out, err
+	}
+	qs, err := b.sortedQueues(ctx)
+	if err != nil {
+		return out, err
+	}
+	for _, q := range qs {
+		left := req.Limit - out.Total()
+		if left <= 0 {
+			break
+		}
+		res, err := b.run(ctx, scriptRescue, q, left)
+		if err != nil {
+			return out, wrap("rescue", err)
+		}
+		arr, _ := res.([]any)
+		if len(arr) != 3 {
+			return out, fmt.Errorf("redisq: rescue: unexpected reply %v", res)
+		}
+		out.Requeued += int(toInt(arr[0]))
+		out.Failed += int(toInt(arr[1]))
+		out.Cancelled += int(toInt(arr[2]))
+	}
+	return out, nil
+}
+
+// Cleanup deletes old terminal jobs, oldest finished first. See
+// core.QueueBackend.
+func (b *Backend) Cleanup(ctx context.Context, req core.CleanupRequest) (int, error) {
+	if err := b.check("cleanup"); err != nil {
+		return 0, err
+	}
+	if err := core.ValidateCleanup(req, b.opts.Limits); err != nil {
+		return 0, err
+	}
+	qs := []string{req.Queue}
+	if req.Queue == "" {
+		var err error
+		if qs, err = b.sortedQueues(ctx); err != nil {
+			return 0, err
+		}
+	}
+	before := req.FinishedBefore.UnixMicro()
+	type cand struct {
+		queue, id string
+		at        float64
+	}
+	var cands []cand
+	pipe := b.rdb.Pipeline()
+	cmds := make([]*redis.ZSliceCmd, len(qs))
+	for i, q := range qs {
+		cmds[i] = pipe.ZRangeByScoreWithScores(ctx, b.ks.queueKeys(q)[kDone], &redis.ZRangeBy{
+			Min: "-inf", Max: "(" + strconv.FormatInt(before, 10), Count: int64(req.Limit),
+		})
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, wrap("cleanup", err)
+	}
+	for i, c := range cmds {
+		for _, z := range c.Val() {
+			id, _ := z.Member.(string)
+			cands = append(cands, cand{queue: qs[i], id: id, at: z.Score})
+		}
+	}
+	slices.SortFunc(cands, func(a, b cand) int {
+		if a.at != b.at {
+			if a.at < b.at {
+				return -1
+			}
+			return 1
+		}
+		if a.id < b.id {
+			return -1
+		}
+		if a.id > b.id {
+			return 1
+		}
+		return 0
+	})
+	if len(cands) > req.Limit {
+		cands = cands[:req.Limit]
+	}
+	byQueue := map[string][]any{}
+	for _, c := range cands {
+		byQueue[c.queue] = append(byQueue[c.queue], c.id)
+	}
+	deleted := 0
+	for _, q := range qs {
+		ids := byQueue[q]
+		if len(ids) == 0 {
+			continue
+		}
+		res, err := b.run(ctx, scriptCleanup, q, append([]any{before}, ids...)...)
+		if err != nil {
+			return deleted, wrap("cleanup", err)
+		}
+		arr, _ := res.([]any)
+		gone := make([]string, 0, len(arr))
+		for _, v := range arr {
+			s, _ := str(v)
+			gone = append(gone, s)
+			b.forget(s)
+		}
+		if len(gone) > 0 {
+			if err := b.rdb.HDel(ctx, b.ks.jobQueue(), gone...).Err(); err != nil {
+				return deleted + len(gone), wrap("cleanup", err)
+			}
+		}
+		deleted += len(gone)
+	}
+	return deleted, nil
+}

@@ -1,0 +1,3 @@
+// Package redisq is a boson queue backend on Redis. It implements
+// core.QueueBackend and core.Notifier.
+package redisq

@@ -1,0 +1,394 @@
+package redisq
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"time"
+
+	"github.com/boson-go/boson/core"
+	"github.com/redis/go-redis/v9"
+)
+
+// enqueueGroup is the part of a batch that goes to one queue.
+type enqueueGroup struct {
+	queue string
+	items []int // indexes into the batch
+}
+
+// taskLimit carries a task's limits and its counts in queues outside the
+// script call into the enqueue script.
+type taskLimit struct {
+	maxInFlight, maxPerSecond int
+	otherInFlight, otherRate  int64
+}
+
+// Enqueue stores a batch atomically. See core.QueueBackend. On Redis
+// Cluster a batch that spans several queues is checked in every queue first
+// and then written queue by queue; see the package documentation.
+func (b *Backend) Enqueue(ctx context.Context, reqs []core.EnqueueRequest) ([]core.EnqueueResult, error) {
+	if err := b.check("enqueue"); err != nil {
+		return nil, err
+	}
+	goNow := time.Now().UTC()
+	if b.opts.Clock != nil {
+		goNow = b.opts.Clock.Now().UTC()
+	}
+	jobs, err := core.PrepareJobs(reqs, goNow, b.opts.Limits)
+	if err != nil {
+		return nil, err
+	}
+	var groups []*enqueueGroup
+	byQueue := map[string]*enqueueGroup{}
+	var tasks []string
+	seenTask := map[string]bool{}
+	for i, j := range jobs {
+		g := byQueue[j.Queue]
+		if g == nil {
+			g = &enqueueGroup{queue: j.Queue}
+			byQueue[j.Queue] = g
+			groups = append(groups, g)
+		}
+		g.items = append(g.items, i)
+		if !seenTask[j.Task] {
+			seenTask[j.Task] = true
+			tasks = append(tasks, j.Task)
+		}
+	}
+
+	// One round trip to the {prefix} slot: task configs, the id -> queue
+	// map and the queue registry. The map is written before the jobs so that
+	// a stored job can always be found by id.
+	pipe := b.rdb.Pipeline()
+	cfgCmd := pipe.HMGet(ctx, b.ks.tasks(), tasks...)
+	idq := make([]any, 0, 2*len(jobs))
+	for _, j := range jobs {
+		idq = append(idq, j.ID, j.Queue)
+	}
+	pipe.HSet(ctx, b.ks.jobQueue(), idq...)
+	qs := make([]any, 0, len(groups))
+	for _, g := range groups {
+		qs = append(qs, g.queue)
+	}
+	pipe.SAdd(ctx, b.ks.queues(), qs...)
+	qsCmd := pipe.SMembers(ctx, b.ks.queues())
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, wrap("enqueue", err)
+	}
+	undo := func() {
+		ids := make([]string, len(jobs))
+		for i, j := range jobs {
+			ids[i] = j.ID
+		}
+		// Best effort: a leftover entry only maps an id that has no job.
+		_ = b.rdb.HDel(context.WithoutCancel(ctx), b.ks.jobQueue(), ids...).Err()
+	}
+
+	limits := map[string]*taskLimit{}
+	for i, v := range cfgCmd.Val() {
+		s, ok := str(v)
+		if !ok {
+			continue
+		}
+		var cfg core.TaskConfig
+		if err := json.Unmarshal([]byte(s), &cfg); err != nil {
+			undo()
+			return nil, fmt.Errorf("redisq: enqueue: task config %q: %w", tasks[i], err)
+		}
+		if cfg.MaxInFlight > 0 || cfg.MaxEnqueuePerSecond > 0 {
+			limits[tasks[i]] = &taskLimit{maxInFlight: cfg.MaxInFlight, maxPerSecond: cfg.MaxEnqueuePerSecond}
+		}
+	}
+	if len(limits) > 0 {
+		if err := b.countElsewhere(ctx, limits, qsCmd.Val(), byQueue); err != nil {
+			undo()
+			return nil, err
+		}
+	}
+
+	itemArgs := func(gi int, i int) []any {
+		j := jobs[i]
+		var headers, retry string
+		if len(j.Headers) > 0 {
+			h, _ := json.Marshal(j.Headers)
+			headers = string(h)
+		}
+		if !j.Retry.IsZero() {
+			r, _ := json.Marshal(j.Retry)
+			retry = string(r)
+		}
+		ra := "0"
+		if j.RunAt.After(goNow) {
+			ra = micros(j.RunAt)
+		}
+		return []any{gi, j.ID, j.Task, j.Payload, headers, j.Priority, j.MaxAttempts, retry,
+			int64(j.Cancel.MaxDelay), int64(j.Cancel.MaxDuration), j.IdempotencyKey, j.Fingerprint, j.Actor, ra}
+	}
+	// buildArgs lays out the ARGV of one script call over groups gs.
+	buildArgs := func(gs []*enqueueGroup, checkOnly bool, elsewhere func(task string, own []*enqueueGroup) (int64, int64)) ([]string, []any) {
+		var keys []string
+		args := []any{b.nowArg(), "", "0", len(gs)}
+		if checkOnly {
+			args[2] = "1"
+		}
+		for _, g := range gs {
+			keys = append(keys, b.ks.queueKeys(g.queue)...)
+			args = append(args, b.ks.channel(g.queue))
+		}
+		args = append(args, len(limits))
+		for task, l := range limits {
+			oif, orate := elsewhere(task, gs)
+			args = append(args, task, l.maxInFlight, l.maxPerSecond, oif, orate)
+		}
+		n := 0
+		for _, g := range gs {
+			n += len(g.items)
+		}
+		args = append(args, n)
+		for gi, g := range gs {
+			for _, i := range g.items {
+				args = append(args, itemArgs(gi+1, i)...)
+			}
+		}
+		return keys, args
+	}
+	plain := func(task string, _ []*enqueueGroup) (int64, int64) {
+		l := limits[task]
+		return l.otherInFlight, l.otherRate
+	}
+
+	var replies [][]any // per script call: the per-item reply values
+	var calls [][]*enqueueGroup
+	if !b.sharded || len(groups) == 1 {
+		keys, args := buildArgs(groups, false, plain)
+		vals, err := b.enqueueCall(ctx, keys, args, jobs, groups)
+		if err != nil {
+			undo()
+			return nil, err
+		}
+		replies, calls = append(replies, vals), append(calls, groups)
+	} else {
+		replies, calls, err = b.enqueueSharded(ctx, groups, jobs, limits, buildArgs)
+		if err != nil {
+			undo()
+			return nil, err
+		}
+	}
+	return b.enqueueResults(ctx, jobs, goNow, replies, calls)
+}
+
+// enqueueCall runs one enqueue script call and turns refusals into errors.
+func (b *Backend) enqueueCall(ctx context.Context, keys []string, args []any, jobs []core.Job, gs []*enqueueGroup) ([]any, error) {
+	res, err := scriptEnqueue.Run(ctx, b.rdb, keys, args...).Result()
+	if err != nil {
+		return nil, wrap("enqueue", err)
+	}
+	status, rest, err := reply(res)
+	if err != nil {
+		return nil, err
+	}
+	switch status {
+	case "ok":
+		return rest, nil
+	case "conflict":
+		pos := int(toInt(rest[0])) - 1
+		var order []int
+		for _, g := range gs {
+			order = append(order, g.items...)
+		}
+		idx := order[pos]
+		return nil, &core.BatchError{Index: idx, Err: fmt.Errorf("%w: queue %q already holds idempotency key %q for a different request",
+			core.ErrIdempotencyConflict, jobs[idx].Queue, jobs[idx].IdempotencyKey)}
+	case "limited":
+		task, _ := str(rest[0])
+		which, _ := str(rest[1])
+		return nil, fmt.Errorf("redisq: enqueue: %w: task %q would exceed its %s", core.ErrRateLimited, task, which)
+	}
+	return nil, fmt.Errorf("redisq: enqueue: unexpected reply %q", status)
+}
+
+// enqueueSharded stores a batch that spans queues on different slots: every
+// queue's part is checked first, then written; a part refused at write time
+// (a concurrent enqueue took a key or the limit) removes the parts already
+// written.
+func (b *Backend) enqueueSharded(ctx context.Context, groups []*enqueueGroup, jobs []core.Job, limits map[string]*taskLimit,
+	buildArgs func([]*enqueueGroup, bool, func(string, []*enqueueGroup) (int64, int64)) ([]string, []any)) ([][]any, [][]*enqueueGroup, error) {
+	// Limits count the batch's own items in other queues as if new.
+	elsewhere := func(task string, own []*enqueueGroup) (int64, int64) {
+		l := limits[task]
+		extra := int64(0)
+		for _, g := range groups {
+			if g == own[0] {
+				continue
+			}
+			for _, i := range g.items {
+				if jobs[i].Task == task {
+					extra++
+				}
+			}
+		}
+		return l.otherInFlight + extra, l.otherRate + extra
+	}
+	for _, g := range groups {
+		keys, args := buildArgs([]*enqueueGroup{g}, true, elsewhere)
+		if _, err := b.enqueueCall(ctx, keys, args, jobs, []*enqueueGroup{g}); err != nil {
+			return nil, nil, err
+		}
+	}
+	var replies [][]any
+	var calls [][]*enqueueGroup
+	for gi, g := range groups {
+		keys, args := buildArgs([]*enqueueGroup{g}, false, elsewhere)
+		vals, err := b.enqueueCall(ctx, keys, args, jobs, []*enqueueGroup{g})
+		if err != nil {
+			for k := 0; k < gi; k++ {
+				var ids []any
+				for n, i := range groups[k].items {
+					if s, _ := str(replies[k][1+n]); s == "" {
+						ids = append(ids, jobs[i].ID)
+					}
+				}
+				if len(ids) > 0 {
+					if _, uerr := b.run(context.WithoutCancel(ctx), scriptUnenqueue, groups[k].queue, ids...); uerr != nil {
+						b.opts.Logger.Error("redisq: enqueue: removing the stored part of a refused batch", "queue", groups[k].queue, "err", uerr)
+					}
+				}
+			}
+			return nil, nil, err
+		}
+		replies, calls = append(replies, vals), append(calls, []*enqueueGroup{g})
+	}
+	return replies, calls, nil
+}
+
+// countElsewhere fills each limit's counts from the queues outside the
+// batch. These reads are not atomic with the enqueue script: across queues
+// a limit is enforced as closely as concurrent enqueues allow.
+func (b *Backend) countElsewhere(ctx context.Context, limits map[string]*taskLimit, all []string, inBatch map[string]*enqueueGroup) error {
+	var others []string
+	for _, q := range all {
+		if inBatch[q] == nil {
+			others = append(others, q)
+		}
+	}
+	if len(others) == 0 {
+		return nil
+	}
+	now, err := b.now(ctx)
+	if err != nil {
+		return err
+	}
+	lo := now.UnixMicro() - int64(time.Second/time.Microsecond) + 1
+	lo = max(lo, 0)
+	los := fmt.Sprintf("%018d", lo)
+	type cmds struct {
+		l        *taskLimit
+		inflight []*redis.IntCmd
+		rate     *redis.IntCmd
+	}
+	var all2 []cmds
+	pipe := b.rdb.Pipeline()
+	for task, l := range limits {
+		for _, q := range others {
+			keys := b.ks.queueKeys(q)
+			c := cmds{l: l}
+			for _, st := range []core.JobState{core.StateQueued, core.StateRunning, core.StateSleeping} {
+				p := "t|" + task + "|" + string(st)
+				c.inflight = append(c.inflight, pipe.ZLexCount(ctx, keys[kIdx], "["+p+"|", "("+p+"}"))
+			}
+			c.rate = pipe.ZLexCount(ctx, keys[kRate], "["+task+"|"+los, "("+task+"}")
+			all2 = append(all2, c)
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return wrap("enqueue: count limits", err)
+	}
+	for _, c := range all2 {
+		for _, ic := range c.inflight {
+			c.l.otherInFlight += ic.Val()
+		}
+		c.l.otherRate += c.rate.Val()
+	}
+	return nil
+}
+
+// enqueueResults turns the scripts' replies into results, reading the jobs
+// that idempotency keys reused.
+func (b *Backend) enqueueResults(ctx context.Context, jobs []core.Job, goNow time.Time, replies [][]any, calls [][]*enqueueGroup) ([]core.EnqueueResult, error) {
+	out := make([]core.EnqueueResult, len(jobs))
+	byID := map[string]int{}
+	reused := map[int]string{}
+	for c, gs := range calls {
+		vals := replies[c]
+		now := toTime(vals[0])
+		pos := 1
+		for _, g := range gs {
+			for _, i := range g.items {
+				j := jobs[i]
+				if rid, _ := str(vals[pos]); rid != "" {
+					reused[i] = rid
+				} else {
+					j.CreatedAt = now
+					if !j.RunAt.After(goNow) || j.RunAt.Before(now) {
+						j.RunAt = now
+					}
+					j.Payload = bytes.Clone(j.Payload)
+					j.Headers = maps.Clone(j.Headers)
+					if len(j.Headers) == 0 {
+						j.Headers = nil
+					}
+					if len(j.Payload) == 0 {
+						j.Payload = nil
+					}
+					out[i] = core.EnqueueResult{Job: j}
+					byID[j.ID] = i
+				}
+				pos++
+			}
+		}
+	}
+	if len(reused) == 0 {
+		return out, nil
+	}
+	var fetch []int
+	var drop []string
+	for i, rid := range reused {
+		drop = append(drop, jobs[i].ID)
+		if k, ok := byID[rid]; ok {
+			out[i] = core.EnqueueResult{Job: cloneJob(out[k].Job), Reused: true}
+		} else {
+			fetch = append(fetch, i)
+		}
+	}
+	_ = b.rdb.HDel(ctx, b.ks.jobQueue(), drop...).Err()
+	if len(fetch) > 0 {
+		pipe := b.rdb.Pipeline()
+		cmds := make([]*redis.SliceCmd, len(fetch))
+		for n, i := range fetch {
+			cmds[n] = pipe.HMGet(ctx, b.ks.queueKeys(jobs[i].Queue)[kJob], jobFieldNames(reused[i])...)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, wrap("enqueue: read reused jobs", err)
+		}
+		for n, i := range fetch {
+			j, ok, err := decodeJob(reused[i], jobs[i].Queue, cmds[n].Val())
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				return nil, fmt.Errorf("redisq: enqueue: reused job %s was deleted meanwhile", reused[i])
+			}
+			out[i] = core.EnqueueResult{Job: j, Reused: true}
+		}
+	}
+	return out, nil
+}
+
+func cloneJob(j core.Job) core.Job {
+	j.Payload = bytes.Clone(j.Payload)
+	j.Headers = maps.Clone(j.Headers)
+	j.Result = bytes.Clone(j.Result)
+	return j
+}

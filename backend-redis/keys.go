@@ -1,0 +1,60 @@
+package redisq
+
+// keyspace names every key of one backend. Keys of one queue share the hash
+// tag {prefix:queue}, so a script that touches one queue stays in one slot
+// of a Redis Cluster. Keys that span queues share the tag {prefix}.
+type keyspace struct {
+	prefix string
+}
+
+// queueKeys returns the keys of one queue in the order the scripts expect
+// (see keys() in luaLib).
+func (ks keyspace) queueKeys(queue string) []string {
+	t := "{" + ks.prefix + ":" + queue + "}:"
+	return []string{
+		t + "job",   // hash: "<id>|<field>" -> value, every job of the queue
+		t + "ready", // lex zset: "<priority+1000>|<due µs>|<id>", claimable now
+		t + "sched", // zset: id scored by due time, not yet due
+		t + "lease", // zset: id of a running job scored by lease expiry
+		t + "dead",  // zset: id scored by its cancellation deadline
+		t + "done",  // zset: id of a terminal job scored by finish time
+		t + "idx",   // lex zset: listing and counting index
+		t + "idem",  // hash: idempotency key -> id
+		t + "rate",  // lex zset: "<task>|<created µs>|<id>" of the last second
+		t + "run",   // hash: "<id>|n" and "<id>|<n>|<field>" run records
+		t + "cp",    // hash: "<id>|<step>|v" and "|c" checkpoint values and times
+		t + "cpx",   // lex zset: "<id>|<step>" checkpoint index
+		t + "conf",  // hash: queue config
+		t + "rstat", // hash: "<task>|<status>" run counts and "<task>|rt" run time
+	}
+}
+
+// Indexes into queueKeys.
+const (
+	kJob = iota
+	kReady
+	kSched
+	kLease
+	kDead
+	kDone
+	kIdx
+	kIdem
+	kRate
+	kRun
+	kCp
+	kCpx
+	kConf
+	kRstat
+)
+
+// queues is the set of every queue that has had a job or a config.
+func (ks keyspace) queues() string { return "{" + ks.prefix + "}:queues" }
+
+// tasks is the hash of task configs, task -> JSON.
+func (ks keyspace) tasks() string { return "{" + ks.prefix + "}:tasks" }
+
+// jobQueue is the hash that maps a job id to its queue.
+func (ks keyspace) jobQueue() string { return "{" + ks.prefix + "}:jobq" }
+
+// channel is the pub/sub channel that announces changes of a queue.
+func (ks keyspace) channel(queue string) string { return ks.prefix + ":wake:" + queue }

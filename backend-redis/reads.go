@@ -1,0 +1,429 @@
+package redisq
+
+import (
+	"context"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/boson-go/boson/core"
+	"github.com/redis/go-redis/v9"
+)
+
+// GetJob returns one job or an error wrapping core.ErrNotFound.
+func (b *Backend) GetJob(ctx context.Context, jobID string) (core.Job, error) {
+	if err := b.check("get job"); err != nil {
+		return core.Job{}, err
+	}
+	q, ok, err := b.queueOf(ctx, jobID)
+	if err != nil {
+		return core.Job{}, err
+	}
+	if !ok {
+		return core.Job{}, notFound("get job", jobID)
+	}
+	vals, err := b.rdb.HMGet(ctx, b.ks.queueKeys(q)[kJob], jobFieldNames(jobID)...).Result()
+	if err != nil {
+		return core.Job{}, wrap("get job", err)
+	}
+	j, found, err := decodeJob(jobID, q, vals)
+	if err != nil {
+		return core.Job{}, err
+	}
+	if !found {
+		return core.Job{}, notFound("get job", jobID)
+	}
+	return j, nil
+}
+
+// scope returns the queues a filter covers.
+func (b *Backend) scope(ctx context.Context, queue string) ([]string, error) {
+	if queue != "" {
+		return []string{queue}, nil
+	}
+	return b.sortedQueues(ctx)
+}
+
+// indexPrefixes returns the index member prefixes that select a filter's
+// jobs within one queue: one per state, or one for all states.
+func indexPrefixes(f core.JobFilter) []string {
+	var out []string
+	switch {
+	case f.Task != "" && len(f.States) > 0:
+		for _, s := range uniqueStates(f.States) {
+			out = append(out, "t|"+f.Task+"|"+string(s)+"|")
+		}
+	case f.Task != "":
+		out = append(out, "k|"+f.Task+"|")
+	case len(f.States) > 0:
+		for _, s := range uniqueStates(f.States) {
+			out = append(out, "s|"+string(s)+"|")
+		}
+	default:
+		out = append(out, "a|")
+	}
+	return out
+}
+
+func uniqueStates(in []core.JobState) []core.JobState {
+	out := slices.Clone(in)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// upper is the exclusive upper bound of the members starting with prefix p
+// (which ends in '|', above every character of a name or id).
+func upper(p string) string { return p[:len(p)-1] + "}" }
+
+// ListJobs returns one page of jobs ordered by id. See core.QueueBackend.
+func (b *Backend) ListJobs(ctx context.Context, f core.JobFilter) (core.JobPage, error) {
+	if err := b.check("list jobs"); err != nil {
+		return core.JobPage{}, err
+	}
+	if err := core.ValidateJobFilter(f); err != nil {
+		return core.JobPage{}, err
+	}
+	qs, err := b.scope(ctx, f.Queue)
+	if err != nil {
+		return core.JobPage{}, err
+	}
+	size := f.PageSize()
+	type src struct {
+		queue  string
+		prefix string
+		cmd    *redis.StringSliceCmd
+	}
+	var srcs []src
+	pipe := b.rdb.Pipeline()
+	for _, q := range qs {
+		key := b.ks.queueKeys(q)[kIdx]
+		for _, p := range indexPrefixes(f) {
+			r := &redis.ZRangeBy{Min: "[" + p, Max: "(" + upper(p), Count: int64(size + 1)}
+			var cmd *redis.StringSliceCmd
+			if f.Desc {
+				if f.Cursor != "" {
+					r.Max = "(" + p + f.Cursor
+				}
+				cmd = pipe.ZRevRangeByLex(ctx, key, r)
+			} else {
+				if f.Cursor != "" {
+					r.Min = "(" + p + f.Cursor
+				}
+				cmd = pipe.ZRangeByLex(ctx, key, r)
+			}
+			srcs = append(srcs, src{queue: q, prefix: p, cmd: cmd})
+		}
+	}
+	if len(srcs) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil {
+			return core.JobPage{}, wrap("list jobs", err)
+		}
+	}
+	type ref struct{ id, queue string }
+	var refs []ref
+	for _, s := range srcs {
+		for _, m := range s.cmd.Val() {
+			refs = append(refs, ref{id: m[len(s.prefix):], queue: s.queue})
+		}
+	}
+	slices.SortFunc(refs, func(a, b ref) int {
+		if f.Desc {
+			a, b = b, a
+		}
+		switch {
+		case a.id < b.id:
+			return -1
+		case a.id > b.id:
+			return 1
+		}
+		return 0
+	})
+	var page core.JobPage
+	if len(refs) > size {
+		refs = refs[:size]
+		page.Next = refs[size-1].id
+	}
+	if len(refs) == 0 {
+		return page, nil
+	}
+	pipe = b.rdb.Pipeline()
+	cmds := make([]*redis.SliceCmd, len(refs))
+	for i, r := range refs {
+		cmds[i] = pipe.HMGet(ctx, b.ks.queueKeys(r.queue)[kJob], jobFieldNames(r.id)...)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return core.JobPage{}, wrap("list jobs", err)
+	}
+	for i, r := range refs {
+		j, ok, err := decodeJob(r.id, r.queue, cmds[i].Val())
+		if err != nil {
+			return core.JobPage{}, err
+		}
+		if !ok || !matches(f, j) {
+			continue // deleted or changed since the index was read
+		}
+		page.Jobs = append(page.Jobs, j)
+	}
+	return page, nil
+}
+
+func matches(f core.JobFilter, j core.Job) bool {
+	if f.Task != "" && j.Task != f.Task {
+		return false
+	}
+	return len(f.States) == 0 || slices.Contains(f.States, j.State)
+}
+
+// CountJobs counts the jobs matching f by state. See core.QueueBackend.
+func (b *Backend) CountJobs(ctx context.Context, f core.JobFilter) (map[core.JobState]int64, error) {
+	if err := b.check("count jobs"); err != nil {
+		return nil, err
+	}
+	if err := core.ValidateJobFilter(f); err != nil {
+		return nil, err
+	}
+	qs, err := b.scope(ctx, f.Queue)
+	if err != nil {
+		return nil, err
+	}
+	states := core.AllStates
+	if len(f.States) > 0 {
+		states = uniqueStates(f.States)
+	}
+	counts, err := b.stateCounts(ctx, qs, f.Task, states)
+	if err != nil {
+		return nil, wrap("count jobs", err)
+	}
+	out := map[core.JobState]int64{}
+	for _, c := range counts {
+		for s, n := range c {
+			if n > 0 {
+				out[s] += n
+			}
+		}
+	}
+	return out, nil
+}
+
+// stateCounts counts, per queue, the jobs of each state (of one task when
+// task is set) in one pipelined round trip.
+func (b *Backend) stateCounts(ctx context.Context, qs []string, task string, states []core.JobState) ([]map[core.JobState]int64, error) {
+	out := make([]map[core.JobState]int64, len(qs))
+	if len(qs) == 0 {
+		return out, nil
+	}
+	pipe := b.rdb.Pipeline()
+	cmds := make([][]*redis.IntCmd, len(qs))
+	for i, q := range qs {
+		key := b.ks.queueKeys(q)[kIdx]
+		for _, s := range states {
+			p := "s|" + string(s) + "|"
+			if task != "" {
+				p = "t|" + task + "|" + string(s) + "|"
+			}
+			cmds[i] = append(cmds[i], pipe.ZLexCount(ctx, key, "["+p, "("+upper(p)))
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, err
+	}
+	for i := range qs {
+		out[i] = map[core.JobState]int64{}
+		for n, s := range states {
+			out[i][s] = cmds[i][n].Val()
+		}
+	}
+	return out, nil
+}
+
+// ListRuns returns a job's runs in claim order. See core.QueueBackend.
+func (b *Backend) ListRuns(ctx context.Context, jobID string) ([]core.Run, error) {
+	if err := b.check("list runs"); err != nil {
+		return nil, err
+	}
+	q, ok, err := b.queueOf(ctx, jobID)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, notFound("list runs", jobID)
+	}
+	keys := b.ks.queueKeys(q)
+	pipe := b.rdb.Pipeline()
+	exists := pipe.HExists(ctx, keys[kJob], jobID+"|st")
+	nCmd := pipe.HGet(ctx, keys[kRun], jobID+"|n")
+	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
+		return nil, wrap("list runs", err)
+	}
+	if !exists.Val() {
+		return nil, notFound("list runs", jobID)
+	}
+	n, _ := strconv.Atoi(nCmd.Val())
+	runs := make([]core.Run, 0, n)
+	if n == 0 {
+		return runs, nil
+	}
+	var fields []string
+	for r := 1; r <= n; r++ {
+		p := jobID + "|" + strconv.Itoa(r) + "|"
+		fields = append(fields, p+"i", p+"a", p+"w", p+"k", p+"s", p+"b", p+"f", p+"e")
+	}
+	vals, err := b.rdb.HMGet(ctx, keys[kRun], fields...).Result()
+	if err != nil {
+		return nil, wrap("list runs", err)
+	}
+	for r := 0; r < n; r++ {
+		v := vals[r*8 : r*8+8]
+		run := core.Run{
+			JobID:      jobID,
+			Attempt:    int(toInt(v[1])),
+			Token:      toInt(v[3]),
+			StartedAt:  toTime(v[5]),
+			FinishedAt: toTime(v[6]),
+		}
+		run.ID, _ = str(v[0])
+		run.WorkerID, _ = str(v[2])
+		s, _ := str(v[4])
+		run.Status = core.RunStatus(s)
+		run.Error, _ = str(v[7])
+		runs = append(runs, run)
+	}
+	return runs, nil
+}
+
+// Checkpoints returns a job's checkpoints ordered by step. See
+// core.QueueBackend.
+func (b *Backend) Checkpoints(ctx context.Context, jobID string) ([]core.Checkpoint, error) {
+	if err := b.check("checkpoints"); err != nil {
+		return nil, err
+	}
+	q, ok, err := b.queueOf(ctx, jobID)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, notFound("checkpoints", jobID)
+	}
+	keys := b.ks.queueKeys(q)
+	pipe := b.rdb.Pipeline()
+	exists := pipe.HExists(ctx, keys[kJob], jobID+"|st")
+	steps := pipe.ZRangeByLex(ctx, keys[kCpx], &redis.ZRangeBy{Min: "[" + jobID + "|", Max: "(" + jobID + "}"})
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, wrap("checkpoints", err)
+	}
+	if !exists.Val() {
+		return nil, notFound("checkpoints", jobID)
+	}
+	out := []core.Checkpoint{}
+	if len(steps.Val()) == 0 {
+		return out, nil
+	}
+	var fields []string
+	for _, s := range steps.Val() {
+		fields = append(fields, s+"|v", s+"|c")
+	}
+	vals, err := b.rdb.HMGet(ctx, keys[kCp], fields...).Result()
+	if err != nil {
+		return nil, wrap("checkpoints", err)
+	}
+	for i, s := range steps.Val() {
+		v, _ := str(vals[2*i])
+		out = append(out, core.Checkpoint{JobID: jobID, Step: s[len(jobID)+1:], Value: []byte(v), CreatedAt: toTime(vals[2*i+1])})
+	}
+	return out, nil
+}
+
+// TaskStats aggregates one task's jobs and runs over every queue. See
+// core.QueueBackend.
+func (b *Backend) TaskStats(ctx context.Context, task string) (core.TaskStats, error) {
+	out := core.TaskStats{Task: task, Jobs: map[core.JobState]int64{}, Runs: map[core.RunStatus]int64{}}
+	if err := b.check("task stats"); err != nil {
+		return out, err
+	}
+	if err := core.ValidateName("task", task); err != nil {
+		return out, err
+	}
+	qs, err := b.sortedQueues(ctx)
+	if err != nil {
+		return out, err
+	}
+	counts, err := b.stateCounts(ctx, qs, task, core.AllStates)
+	if err != nil {
+		return out, wrap("task stats", err)
+	}
+	for _, c := range counts {
+		for s, n := range c {
+			if n > 0 {
+				out.Jobs[s] += n
+			}
+		}
+	}
+	fields := make([]string, 0, len(core.AllRunStatuses)+1)
+	for _, s := range core.AllRunStatuses {
+		fields = append(fields, task+"|"+string(s))
+	}
+	fields = append(fields, task+"|rt")
+	pipe := b.rdb.Pipeline()
+	cmds := make([]*redis.SliceCmd, len(qs))
+	for i, q := range qs {
+		cmds[i] = pipe.HMGet(ctx, b.ks.queueKeys(q)[kRstat], fields...)
+	}
+	if len(qs) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil {
+			return out, wrap("task stats", err)
+		}
+	}
+	for _, c := range cmds {
+		v := c.Val()
+		for n, s := range core.AllRunStatuses {
+			if x := toInt(v[n]); x > 0 {
+				out.Runs[s] += x
+			}
+		}
+		out.RunTime += time.Duration(toInt(v[len(v)-1])) * time.Microsecond
+	}
+	return out, nil
+}
+
+// ListQueues describes every queue that has jobs or a stored config. See
+// core.QueueBackend.
+func (b *Backend) ListQueues(ctx context.Context) ([]core.QueueInfo, error) {
+	if err := b.check("list queues"); err != nil {
+		return nil, err
+	}
+	qs, err := b.sortedQueues(ctx)
+	if err != nil {
+		return nil, err
+	}
+	counts, err := b.stateCounts(ctx, qs, "", core.AllStates)
+	if err != nil {
+		return nil, wrap("list queues", err)
+	}
+	pipe := b.rdb.Pipeline()
+	confs := make([]*redis.MapStringStringCmd, len(qs))
+	for i, q := range qs {
+		confs[i] = pipe.HGetAll(ctx, b.ks.queueKeys(q)[kConf])
+	}
+	if len(qs) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, wrap("list queues", err)
+		}
+	}
+	out := []core.QueueInfo{}
+	for i, q := range qs {
+		info := core.QueueInfo{Queue: q, Jobs: map[core.JobState]int64{}, Paused: confs[i].Val()["paused"] == "1"}
+		total := int64(0)
+		for s, n := range counts[i] {
+			if n > 0 {
+				info.Jobs[s] = n
+				total += n
+			}
+		}
+		if total == 0 && len(confs[i].Val()) == 0 {
+			continue
+		}
+		out = append(out, info)
+	}
+	return out, nil
+}
+
