@@ -12,7 +12,6 @@ import (
 // the state and the command: the same log gives the same state in every
 // process, which is what makes the log the single source of truth.
 func (s *state) apply(c *command) outcome {
-	now := c.Now
 	switch c.Op {
 	case opEnqueue:
 		return s.applyEnqueue(c)
@@ -48,7 +47,6 @@ func (s *state) apply(c *command) outcome {
 	case opCleanup:
 		return s.applyCleanup(c)
 	}
-	_ = now
 	return outcome{err: fmt.Errorf("%w: unknown command %q (a newer version wrote this log?)", core.ErrUnsupported, c.Op)}
 }
 

@@ -2,22 +2,30 @@ module github.com/boson-go/boson/backend-nats
 
 go 1.26.0
 
-require github.com/boson-go/boson/core v0.0.0
+require (
+	github.com/boson-go/boson/conformance v0.0.0
+	github.com/boson-go/boson/core v0.0.0
+	github.com/google/btree v1.1.3
+	github.com/nats-io/nats-server/v2 v2.15.3
+	github.com/nats-io/nats.go v1.55.0
+)
 
 require (
 	github.com/antithesishq/antithesis-sdk-go v0.9.0-default-no-op // indirect
-	github.com/google/btree v1.1.3 // indirect
 	github.com/google/go-tpm v0.9.8 // indirect
 	github.com/klauspost/compress v1.20.4 // indirect
 	github.com/minio/highwayhash v1.0.4 // indirect
 	github.com/nats-io/jwt/v2 v2.8.3 // indirect
-	github.com/nats-io/nats-server/v2 v2.15.3 // indirect
-	github.com/nats-io/nats.go v1.55.0 // indirect
 	github.com/nats-io/nkeys v0.4.17 // indirect
 	github.com/nats-io/nuid v1.0.1 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/time v0.16.0 // indirect
+	pgregory.net/rapid v1.3.0 // indirect
 )
 
 replace github.com/boson-go/boson/core => ../core
+
+replace github.com/boson-go/boson/conformance => ../conformance
+
+replace github.com/boson-go/boson/backend-mem => ../backend-mem
