@@ -125,9 +125,6 @@ end
 return out
 `
 
-// enqueueItemFields is the number of ARGV entries per enqueued item.
-const enqueueItemFields = 14
-
 // luaUnenqueue removes jobs that an Enqueue on Redis Cluster wrote to one
 // queue before a later queue of the same batch refused its part. A job that
 // a worker already claimed is left alone. ARGV: now, channel, ids...

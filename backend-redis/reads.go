@@ -426,4 +426,3 @@ func (b *Backend) ListQueues(ctx context.Context) ([]core.QueueInfo, error) {
 	}
 	return out, nil
 }
-
