@@ -64,12 +64,14 @@ func hasState(states []core.JobState, s core.JobState) bool {
 }
 
 // The creation window of a task, for MaxEnqueuePerSecond: a sorted list of
-// the creation times of its recent jobs. Times older than a second are
-// pruned when the task enqueues again. (A clock moved back by more than a
-// second can therefore undercount; production clocks do not do that.)
+// the creation times of its recent jobs. Times a second older than the
+// newest creation are pruned whenever the task enqueues, so the list holds
+// about one second of the task's enqueues. (A clock moved back by more than
+// a second can therefore undercount; production clocks do not do that.)
 
-// noteCreated records a job created at t.
+// noteCreated records a job created at at.
 func (t *taskState) noteCreated(at time.Time) {
+	t.prune(at)
 	n := len(t.created)
 	if n == 0 || !at.Before(t.created[n-1]) {
 		t.created = append(t.created, at)
@@ -92,9 +94,16 @@ func (t *taskState) forgetCreated(at time.Time) {
 // createdWithin counts the jobs created in (now-1s, now], after pruning the
 // times that can no longer count.
 func (t *taskState) createdWithin(now time.Time) int {
+	t.prune(now)
+	upto := sort.Search(len(t.created), func(i int) bool { return t.created[i].After(now) })
+	return upto
+}
+
+// prune forgets the creation times that cannot count at now or later:
+// those at or before now-1s. Reslicing makes it O(log n); append reclaims
+// the dropped prefix when it next grows the array.
+func (t *taskState) prune(now time.Time) {
 	from := now.Add(-time.Second)
 	drop := sort.Search(len(t.created), func(i int) bool { return t.created[i].After(from) })
 	t.created = t.created[drop:]
-	upto := sort.Search(len(t.created), func(i int) bool { return t.created[i].After(now) })
-	return upto
 }
