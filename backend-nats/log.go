@@ -121,7 +121,9 @@ func (b *Backend) publishOne(ctx context.Context, subject string, data []byte, i
 		if ctx.Err() != nil || !isTransient(err) {
 			break
 		}
-		b.log.Warn("publishing a command failed, trying again", "attempt", attempt+1, "err", err)
+		if attempt+1 < b.opts.PublishAttempts {
+			b.log.Warn("publishing a command failed, trying again", "attempt", attempt+1, "err", err)
+		}
 	}
 	return 0, fmt.Errorf("natsq: publish command: %w", last)
 }
