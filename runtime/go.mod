@@ -12,3 +12,5 @@ replace (
 	github.com/boson-go/boson/backend-mem => ../backend-mem
 	github.com/boson-go/boson/core => ../core
 )
+
+replace github.com/boson-go/boson/conformance => ../conformance

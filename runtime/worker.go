@@ -37,6 +37,7 @@ type Worker struct {
 	stopped  chan struct{} // closed when Shutdown has finished
 
 	stopClaim  chan struct{} // closed when Shutdown begins
+	claimDone  chan struct{} // closed when the claim loop has returned
 	baseCtx    context.Context
 	hardCancel context.CancelCauseFunc // cancels running attempts
 	slotFreed  chan struct{}
@@ -119,7 +120,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.completer.loop()
 	}()
 	wake, unsubscribe := w.subscribe()
-	w.loops.Add(1)
+	w.claimDone = make(chan struct{})
 	go w.claimLoop(wake, unsubscribe)
 	if w.opts.RescueInterval > 0 {
 		w.loops.Add(1)
@@ -168,6 +169,7 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 	w.stopping = true
 	close(w.stopClaim)
 	w.mu.Unlock()
+	<-w.claimDone // no attempt starts after this
 
 	drained := make(chan struct{})
 	go func() {
@@ -211,7 +213,7 @@ func (w *Worker) every(d time.Duration, f func()) {
 // claimLoop claims free capacity from the served queues, waking on
 // notifications, freed slots and the poll interval.
 func (w *Worker) claimLoop(wake <-chan struct{}, unsubscribe func()) {
-	defer w.loops.Done()
+	defer close(w.claimDone)
 	defer unsubscribe()
 
 	poll := time.NewTimer(w.opts.PollInterval)
