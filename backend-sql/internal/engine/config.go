@@ -1,0 +1,166 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/boson-go/boson/core"
+)
+
+// fromUSDuration turns microseconds into a duration.
+func fromUSDuration(us int64) time.Duration { return time.Duration(us) * time.Microsecond }
+
+// GetTaskConfig implements core.QueueBackend.
+func (e *Engine) GetTaskConfig(ctx context.Context, task string) (core.TaskConfig, error) {
+	if err := e.check("get task config"); err != nil {
+		return core.TaskConfig{}, err
+	}
+	if err := core.ValidateName("task", task); err != nil {
+		return core.TaskConfig{}, err
+	}
+	var cfg core.TaskConfig
+	found := false
+	err := e.scanAll(ctx, e.st.Reader(), "SELECT task, max_in_flight, max_enqueue_per_second, queue, priority, max_attempts, retry FROM {s}task_configs WHERE task = ?",
+		[]any{task}, func(rows Rows) error {
+			var retry string
+			if err := rows.Scan(&cfg.Task, &cfg.MaxInFlight, &cfg.MaxEnqueuePerSecond, &cfg.Queue, &cfg.Priority, &cfg.MaxAttempts, &retry); err != nil {
+				return err
+			}
+			found = true
+			if retry != "" {
+				return json.Unmarshal([]byte(retry), &cfg.Retry)
+			}
+			return nil
+		})
+	if err != nil {
+		return core.TaskConfig{}, e.wrap("get task config", err)
+	}
+	if !found {
+		return core.TaskConfig{}, fmt.Errorf("boson/%s: get task config: %w: task %q has no stored config", e.d.Name(), core.ErrNotFound, task)
+	}
+	return cfg, nil
+}
+
+// PutTaskConfig implements core.QueueBackend.
+func (e *Engine) PutTaskConfig(ctx context.Context, cfg core.TaskConfig) error {
+	if err := e.check("put task config"); err != nil {
+		return err
+	}
+	if err := core.ValidateTaskConfig(cfg); err != nil {
+		return err
+	}
+	err := e.st.WriteTx(ctx, func(q Querier) error {
+		_, err := q.Exec(ctx, e.render(`INSERT INTO {s}task_configs (task, max_in_flight, max_enqueue_per_second, queue, priority, max_attempts, retry)
+			VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (task) DO UPDATE SET max_in_flight = excluded.max_in_flight,
+			max_enqueue_per_second = excluded.max_enqueue_per_second, queue = excluded.queue, priority = excluded.priority,
+			max_attempts = excluded.max_attempts, retry = excluded.retry`),
+			cfg.Task, cfg.MaxInFlight, cfg.MaxEnqueuePerSecond, cfg.Queue, cfg.Priority, cfg.MaxAttempts, EncodeRetry(cfg.Retry))
+		return err
+	})
+	return e.wrap("put task config", err)
+}
+
+// GetQueueConfig implements core.QueueBackend.
+func (e *Engine) GetQueueConfig(ctx context.Context, queue string) (core.QueueConfig, error) {
+	if err := e.check("get queue config"); err != nil {
+		return core.QueueConfig{}, err
+	}
+	if err := core.ValidateName("queue", queue); err != nil {
+		return core.QueueConfig{}, err
+	}
+	cfg := core.QueueConfig{Queue: queue}
+	err := e.scanAll(ctx, e.st.Reader(), "SELECT paused, retention_ttl, cleanup_limit FROM {s}queue_configs WHERE queue = ?",
+		[]any{queue}, func(rows Rows) error {
+			var paused, ttl int64
+			if err := rows.Scan(&paused, &ttl, &cfg.CleanupLimit); err != nil {
+				return err
+			}
+			cfg.Paused = paused != 0
+			cfg.RetentionTTL = time.Duration(ttl)
+			return nil
+		})
+	if err != nil {
+		return core.QueueConfig{}, e.wrap("get queue config", err)
+	}
+	return cfg, nil
+}
+
+// PutQueueConfig implements core.QueueBackend.
+func (e *Engine) PutQueueConfig(ctx context.Context, cfg core.QueueConfig) error {
+	if err := e.check("put queue config"); err != nil {
+		return err
+	}
+	if err := core.ValidateQueueConfig(cfg); err != nil {
+		return err
+	}
+	paused := 0
+	if cfg.Paused {
+		paused = 1
+	}
+	err := e.st.WriteTx(ctx, func(q Querier) error {
+		if _, err := q.Exec(ctx, e.render(`INSERT INTO {s}queue_configs (queue, paused, retention_ttl, cleanup_limit) VALUES (?, ?, ?, ?)
+			ON CONFLICT (queue) DO UPDATE SET paused = excluded.paused, retention_ttl = excluded.retention_ttl, cleanup_limit = excluded.cleanup_limit`),
+			cfg.Queue, paused, int64(cfg.RetentionTTL), cfg.CleanupLimit); err != nil {
+			return err
+		}
+		if !cfg.Paused {
+			return e.d.Notify(ctx, e, q, []string{cfg.Queue})
+		}
+		return nil
+	})
+	if err == nil && !cfg.Paused {
+		e.hub.signal(cfg.Queue)
+	}
+	return e.wrap("put queue config", err)
+}
+
+// Cleanup implements core.QueueBackend.
+func (e *Engine) Cleanup(ctx context.Context, req core.CleanupRequest) (int, error) {
+	if err := e.check("cleanup"); err != nil {
+		return 0, err
+	}
+	if err := core.ValidateCleanup(req, e.limits); err != nil {
+		return 0, err
+	}
+	var n int
+	err := e.st.WriteTx(ctx, func(q Querier) error {
+		n = 0
+		sql := "SELECT id FROM {s}jobs WHERE state IN ('succeeded', 'failed', 'cancelled') AND finished_at < ?"
+		args := []any{toUS(req.FinishedBefore)}
+		if req.Queue != "" {
+			sql += " AND queue = ?"
+			args = append(args, req.Queue)
+		}
+		sql += " ORDER BY finished_at, id LIMIT ?" + e.d.SkipLocked()
+		args = append(args, req.Limit)
+		var ids []any
+		if err := e.scanAll(ctx, q, sql, args, func(rows Rows) error {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			ids = append(ids, id)
+			return nil
+		}); err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		in := placeholders(len(ids))
+		for _, table := range []string{"runs", "checkpoints"} {
+			if _, err := q.Exec(ctx, e.render("DELETE FROM {s}"+table+" WHERE job_id IN ("+in+")"), ids...); err != nil {
+				return err
+			}
+		}
+		deleted, err := q.Exec(ctx, e.render("DELETE FROM {s}jobs WHERE id IN ("+in+")"), ids...)
+		n = int(deleted)
+		return err
+	})
+	if err != nil {
+		return 0, e.wrap("cleanup", err)
+	}
+	return n, nil
+}

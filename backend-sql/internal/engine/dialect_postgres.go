@@ -1,0 +1,186 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/boson-go/boson/core"
+)
+
+// Postgres is the PostgreSQL dialect: numbered placeholders, the server's
+// now() when no clock is configured, row locks with SKIP LOCKED, unnest
+// batches, and NOTIFY inside the writing transaction.
+type Postgres struct{}
+
+const pgNow = "coalesce(?::bigint, (extract(epoch from now()) * 1000000)::bigint)"
+
+// Name implements Dialect.
+func (Postgres) Name() string { return "postgres" }
+
+// NumberedPlaceholders implements Dialect.
+func (Postgres) NumberedPlaceholders() bool { return true }
+
+// NowExpr implements Dialect.
+func (Postgres) NowExpr() string { return pgNow }
+
+// ServerClock implements Dialect.
+func (Postgres) ServerClock() bool { return true }
+
+// LockRows implements Dialect.
+func (Postgres) LockRows() string { return " FOR UPDATE" }
+
+// SkipLocked implements Dialect.
+func (Postgres) SkipLocked() string { return " FOR UPDATE SKIP LOCKED" }
+
+// InsertJobs implements Dialect with one multi-row INSERT from unnest.
+func (Postgres) InsertJobs(ctx context.Context, e *Engine, q Querier, jobs []core.Job) (map[string]bool, error) {
+	n := len(jobs)
+	ids, queues, tasks := make([]string, n), make([]string, n), make([]string, n)
+	payloads := make([][]byte, n)
+	headers, retries, fps, actors := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	prio, maxAtt := make([]int32, n), make([]int32, n)
+	maxDelay, maxDur, runAt, created := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
+	keys := make([]*string, n)
+	deadlines := make([]*int64, n)
+	for i, j := range jobs {
+		ids[i], queues[i], tasks[i] = j.ID, j.Queue, j.Task
+		if len(j.Payload) > 0 {
+			payloads[i] = j.Payload
+		}
+		headers[i], retries[i], fps[i], actors[i] = EncodeHeaders(j.Headers), EncodeRetry(j.Retry), j.Fingerprint, j.Actor
+		prio[i], maxAtt[i] = int32(j.Priority), int32(j.MaxAttempts)
+		maxDelay[i], maxDur[i] = int64(j.Cancel.MaxDelay), int64(j.Cancel.MaxDuration)
+		runAt[i], created[i] = toUS(j.RunAt), toUS(j.CreatedAt)
+		if j.IdempotencyKey != "" {
+			k := j.IdempotencyKey
+			keys[i] = &k
+		}
+		if d, ok := DeadlineUS(j).(int64); ok {
+			deadlines[i] = &d
+		}
+	}
+	rows, err := q.Query(ctx, e.render(`INSERT INTO {s}jobs (id, queue, task, payload, headers, priority, max_attempts, retry,
+		max_delay, max_duration, idempotency_key, fingerprint, actor, run_at, created_at, deadline_at, state)
+		SELECT *, 'queued' FROM unnest(?::text[], ?::text[], ?::text[], ?::bytea[], ?::text[], ?::int4[], ?::int4[], ?::text[],
+			?::int8[], ?::int8[], ?::text[], ?::text[], ?::text[], ?::int8[], ?::int8[], ?::int8[])
+		ON CONFLICT DO NOTHING RETURNING id`),
+		ids, queues, tasks, payloads, headers, prio, maxAtt, retries, maxDelay, maxDur, keys, fps, actors, runAt, created, deadlines)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := make(map[string]bool, n)
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		out[id] = true
+	}
+	return out, rows.Err()
+}
+
+// pgClaim is the whole claim in one statement: cancel the due jobs past a
+// deadline, lock the first Limit due jobs in claim order with SKIP
+// LOCKED, mark them running and open their runs.
+const pgClaim = `WITH clk AS (SELECT ` + pgNow + ` AS t),
+expired AS (
+	UPDATE {s}jobs SET state = 'cancelled', finished_at = (SELECT t FROM clk),
+		last_error = CASE WHEN first_started_at = 0 THEN '` + ReasonMaxDelay + `' ELSE '` + ReasonMaxDuration + `' END
+	WHERE id IN (SELECT id FROM {s}jobs WHERE queue = ? AND state IN ('queued', 'sleeping')
+		AND run_at <= (SELECT t FROM clk) AND deadline_at <= (SELECT t FROM clk)
+		AND NOT EXISTS (SELECT 1 FROM {s}queue_configs WHERE queue = ? AND paused <> 0) FOR UPDATE SKIP LOCKED)
+	RETURNING id),
+picked AS (
+	SELECT id FROM {s}jobs
+	WHERE queue = ? AND state IN ('queued', 'sleeping') AND run_at <= (SELECT t FROM clk)
+		AND (deadline_at IS NULL OR deadline_at > (SELECT t FROM clk))
+		AND NOT EXISTS (SELECT 1 FROM {s}queue_configs WHERE queue = ? AND paused <> 0)
+	ORDER BY priority, run_at, id LIMIT ? FOR UPDATE SKIP LOCKED),
+claimed AS (
+	UPDATE {s}jobs j SET state = 'running',
+		attempt = CASE WHEN j.state = 'sleeping' THEN j.attempt ELSE j.attempt + 1 END,
+		token = j.token + 1, worker_id = ?, lease_expires_at = (SELECT t FROM clk) + ?::bigint,
+		first_started_at = CASE WHEN j.first_started_at = 0 THEN (SELECT t FROM clk) ELSE j.first_started_at END,
+		deadline_at = CASE WHEN j.first_started_at = 0
+			THEN (CASE WHEN j.max_duration > 0 THEN (SELECT t FROM clk) + (j.max_duration + 999) / 1000 ELSE NULL END)
+			ELSE j.deadline_at END
+	FROM picked WHERE j.id = picked.id
+	RETURNING j.*),
+numbered AS (SELECT c.*, row_number() OVER () AS n FROM claimed c),
+opened AS (
+	INSERT INTO {s}runs (id, job_id, attempt, worker_id, token, status, started_at)
+	SELECT (?::text[])[n], id, attempt, worker_id, token, 'running', (SELECT t FROM clk) FROM numbered)
+SELECT `
+
+// Claim implements Dialect with one statement outside any explicit
+// transaction.
+func (Postgres) Claim(ctx context.Context, e *Engine, req core.ClaimRequest, now any) ([]core.Job, error) {
+	runIDs := make([]string, req.Limit)
+	idTime := core.SystemClock{}.Now()
+	if v, ok := now.(int64); ok {
+		idTime = fromUS(v)
+	}
+	for i := range runIDs {
+		runIDs[i] = core.NewID(idTime)
+	}
+	return collectJobs(e.st.Reader().Query(ctx, e.render(pgClaim+JobCols("")+" FROM numbered"),
+		now, req.Queue, req.Queue, req.Queue, req.Queue, req.Limit, req.WorkerID, ceilUS(req.LeaseTTL), runIDs))
+}
+
+// pgComplete finishes a batch in one statement and notifies the queues.
+const pgComplete = `WITH clk AS (SELECT ` + pgNow + ` AS t),
+input AS (SELECT * FROM unnest(?::text[], ?::int8[], ?::bytea[]) AS i(id, token, result)),
+done AS (
+	UPDATE {s}jobs j SET state = 'succeeded', result = i.result, finished_at = (SELECT t FROM clk)
+	FROM input i WHERE j.id = i.id AND j.state = 'running' AND j.token = i.token
+	RETURNING j.id, j.token, j.queue),
+closed AS (
+	UPDATE {s}runs r SET status = 'succeeded', finished_at = (SELECT t FROM clk)
+	FROM done WHERE r.job_id = done.id AND r.token = done.token AND r.status = 'running')
+SELECT done.id, done.queue FROM done, LATERAL (SELECT pg_notify(?, done.queue)) n`
+
+// Complete implements Dialect with one statement: one round trip.
+func (Postgres) Complete(ctx context.Context, e *Engine, items []core.Completion, now any) ([]bool, []string, error) {
+	ids := make([]string, len(items))
+	tokens := make([]int64, len(items))
+	results := make([][]byte, len(items))
+	for i, it := range items {
+		ids[i], tokens[i] = it.Lease.JobID, it.Lease.Token
+		if len(it.Result) > 0 {
+			results[i] = it.Result
+		}
+	}
+	rows, err := e.st.Reader().Query(ctx, e.render(pgComplete), now, ids, tokens, results, e.channel)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	done := map[string]bool{}
+	var queues []string
+	seen := map[string]bool{}
+	for rows.Next() {
+		var id, queue string
+		if err := rows.Scan(&id, &queue); err != nil {
+			return nil, nil, err
+		}
+		done[id] = true
+		if !seen[queue] {
+			seen[queue] = true
+			queues = append(queues, queue)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	ok := make([]bool, len(items))
+	for i, it := range items {
+		ok[i] = done[it.Lease.JobID]
+	}
+	return ok, queues, nil
+}
+
+// Notify implements Dialect with pg_notify, delivered when q commits.
+func (Postgres) Notify(ctx context.Context, e *Engine, q Querier, queues []string) error {
+	_, err := q.Exec(ctx, e.render("SELECT pg_notify(?, x) FROM unnest(?::text[]) AS x"), e.channel, queues)
+	return err
+}

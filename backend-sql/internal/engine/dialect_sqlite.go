@@ -1,0 +1,106 @@
+package engine
+
+import (
+	"context"
+	"strings"
+
+	"github.com/boson-go/boson/core"
+)
+
+// SQLite is the SQLite dialect: one writer whose transactions begin
+// IMMEDIATE (so a claim never races another writer), the process clock,
+// chunked multi-row inserts, and wake-ups inside the process only.
+type SQLite struct{}
+
+// Name implements Dialect.
+func (SQLite) Name() string { return "sqlite" }
+
+// NumberedPlaceholders implements Dialect.
+func (SQLite) NumberedPlaceholders() bool { return false }
+
+// NowExpr implements Dialect.
+func (SQLite) NowExpr() string { return "CAST(? AS INTEGER)" }
+
+// ServerClock implements Dialect.
+func (SQLite) ServerClock() bool { return false }
+
+// LockRows implements Dialect: the write transaction already excludes
+// every other writer.
+func (SQLite) LockRows() string { return "" }
+
+// SkipLocked implements Dialect.
+func (SQLite) SkipLocked() string { return "" }
+
+// InsertJobs implements Dialect with multi-row inserts of up to 1,000 rows.
+func (SQLite) InsertJobs(ctx context.Context, e *Engine, q Querier, jobs []core.Job) (map[string]bool, error) {
+	out := make(map[string]bool, len(jobs))
+	const chunk = 1000
+	const row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued')"
+	for start := 0; start < len(jobs); start += chunk {
+		part := jobs[start:min(start+chunk, len(jobs))]
+		var b strings.Builder
+		b.WriteString(`INSERT INTO {s}jobs (id, queue, task, payload, headers, priority, max_attempts, retry,
+			max_delay, max_duration, idempotency_key, fingerprint, actor, run_at, created_at, deadline_at, state) VALUES `)
+		args := make([]any, 0, len(part)*16)
+		for i, j := range part {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(row)
+			args = append(args, j.ID, j.Queue, j.Task, nullBytes(j.Payload), EncodeHeaders(j.Headers), j.Priority, j.MaxAttempts,
+				EncodeRetry(j.Retry), int64(j.Cancel.MaxDelay), int64(j.Cancel.MaxDuration), NullKey(j.IdempotencyKey),
+				j.Fingerprint, j.Actor, toUS(j.RunAt), toUS(j.CreatedAt), DeadlineUS(j))
+		}
+		b.WriteString(" ON CONFLICT DO NOTHING RETURNING id")
+		rows, err := q.Query(ctx, e.render(b.String()), args...)
+		if err != nil {
+			return nil, err
+		}
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return nil, err
+			}
+			out[id] = true
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Claim implements Dialect. A cheap read on the reader pool first tells
+// whether anything is due, so idle workers never take the write lock.
+func (SQLite) Claim(ctx context.Context, e *Engine, req core.ClaimRequest, now any) ([]core.Job, error) {
+	t := now.(int64)
+	due, err := e.count(ctx, e.st.Reader(), "SELECT count(*) FROM (SELECT 1 FROM {s}jobs WHERE queue = ? AND state IN ('queued', 'sleeping') AND run_at <= ? LIMIT 1)", req.Queue, t)
+	if err != nil || due == 0 {
+		return nil, err
+	}
+	var jobs []core.Job
+	err = e.st.WriteTx(ctx, func(q Querier) error {
+		var err error
+		jobs, err = e.ClaimSQL(ctx, q, req, t)
+		return err
+	})
+	return jobs, err
+}
+
+// Complete implements Dialect in one write transaction.
+func (SQLite) Complete(ctx context.Context, e *Engine, items []core.Completion, now any) ([]bool, []string, error) {
+	var ok []bool
+	var queues []string
+	err := e.st.WriteTx(ctx, func(q Querier) error {
+		var err error
+		ok, queues, err = e.CompleteSQL(ctx, q, items, now.(int64))
+		return err
+	})
+	return ok, queues, err
+}
+
+// Notify implements Dialect: the engine signals local subscribers after
+// the commit, which is every subscriber SQLite can have.
+func (SQLite) Notify(context.Context, *Engine, Querier, []string) error { return nil }

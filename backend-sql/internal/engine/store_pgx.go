@@ -1,0 +1,56 @@
+package engine
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// pgxConn is what pools, connections and transactions of pgx share.
+type pgxConn interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// PgxQuerier adapts a pgx pool, connection or transaction.
+type PgxQuerier struct{ C pgxConn }
+
+// Exec implements Querier.
+func (p PgxQuerier) Exec(ctx context.Context, sql string, args ...any) (int64, error) {
+	tag, err := p.C.Exec(ctx, sql, args...)
+	return tag.RowsAffected(), err
+}
+
+// Query implements Querier.
+func (p PgxQuerier) Query(ctx context.Context, sql string, args ...any) (Rows, error) {
+	rows, err := p.C.Query(ctx, sql, args...)
+	if err != nil {
+		return nil, err
+	}
+	return rows, nil
+}
+
+// PgxStore is a Store on a pgx pool.
+type PgxStore struct {
+	Pool *pgxpool.Pool
+	// Owned pools are closed by Close.
+	Owned bool
+}
+
+// WriteTx implements Store with one read-committed transaction.
+func (s *PgxStore) WriteTx(ctx context.Context, fn func(Querier) error) error {
+	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error { return fn(PgxQuerier{tx}) })
+}
+
+// Reader implements Store.
+func (s *PgxStore) Reader() Querier { return PgxQuerier{s.Pool} }
+
+// Close implements Store.
+func (s *PgxStore) Close() error {
+	if s.Owned {
+		s.Pool.Close()
+	}
+	return nil
+}

@@ -1,0 +1,86 @@
+// Package sqltest finds the test servers and makes isolated schemas and
+// files for the backend-sql tests.
+package sqltest
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DefaultPostgresURL is the server the project's machines run.
+const DefaultPostgresURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
+
+// PostgresURL returns the server to test against: BOSON_TEST_POSTGRES_URL
+// or DefaultPostgresURL. When it does not answer the test skips, or fails
+// under BOSON_TEST_REQUIRE=all.
+func PostgresURL(t testing.TB) string {
+	t.Helper()
+	url := os.Getenv("BOSON_TEST_POSTGRES_URL")
+	if url == "" {
+		url = DefaultPostgresURL
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, url)
+	if err == nil {
+		err = pool.Ping(ctx)
+		pool.Close()
+	}
+	if err != nil {
+		Unavailable(t, "postgres at "+url+" does not answer: "+err.Error())
+	}
+	return url
+}
+
+// Unavailable skips t, or fails it when BOSON_TEST_REQUIRE=all.
+func Unavailable(t testing.TB, why string) {
+	t.Helper()
+	if os.Getenv("BOSON_TEST_REQUIRE") == "all" {
+		t.Fatalf("required service unavailable: %s", why)
+	}
+	t.Skip("service unavailable: " + why)
+}
+
+// Pool opens a small pool on url, closed at cleanup.
+func Pool(t testing.TB, url string, maxConns int32) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = maxConns
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// Schema returns a fresh schema name and drops the schema at cleanup
+// (registered before any later cleanup, so it runs after them).
+func Schema(t testing.TB, pool *pgxpool.Pool) string {
+	t.Helper()
+	name := "t_" + RandomHex(8)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := pool.Exec(ctx, `DROP SCHEMA IF EXISTS "`+name+`" CASCADE`); err != nil {
+			t.Logf("dropping schema %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+// RandomHex returns 2n random hex digits.
+func RandomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}

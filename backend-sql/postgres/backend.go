@@ -1,0 +1,135 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/boson-go/boson/backend-sql/internal/engine"
+	"github.com/boson-go/boson/core"
+)
+
+type queueBackend = core.QueueBackend
+
+// Backend is a boson queue backend on PostgreSQL. It implements
+// [core.QueueBackend], [core.Notifier] and [core.TxEnqueuer], and is safe
+// for concurrent use by many goroutines and many processes.
+type Backend struct {
+	queueBackend
+	e      *engine.Engine
+	pool   *pgxpool.Pool
+	schema string
+
+	listenOnce sync.Once
+	stopListen context.CancelFunc
+	listenDone chan struct{}
+}
+
+// New returns a backend on pool, which the caller keeps owning: Close
+// does not close it. Call [Backend.Migrate] before first use.
+func New(pool *pgxpool.Pool, opts Options) (*Backend, error) {
+	if pool == nil {
+		return nil, fmt.Errorf("boson/postgres: %w: pool is nil", core.ErrInvalidArgument)
+	}
+	return newBackend(pool, false, opts)
+}
+
+// Open connects to connString (a URL or key=value string that pgxpool
+// accepts) and returns a backend that owns its pool and closes it on
+// Close. Call [Backend.Migrate] before first use.
+func Open(ctx context.Context, connString string, opts Options) (*Backend, error) {
+	if _, err := opts.withDefaults(); err != nil {
+		return nil, fmt.Errorf("boson/postgres: open: %w", err)
+	}
+	cfg, err := pgxpool.ParseConfig(connString)
+	if err != nil {
+		return nil, fmt.Errorf("boson/postgres: open: %w: %v", core.ErrInvalidArgument, err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("boson/postgres: open: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("boson/postgres: open: %w", err)
+	}
+	b, err := newBackend(pool, true, opts)
+	if err != nil {
+		pool.Close()
+	}
+	return b, err
+}
+
+func newBackend(pool *pgxpool.Pool, owned bool, opts Options) (*Backend, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("boson/postgres: %w", err)
+	}
+	e := engine.New(engine.Config{
+		Dialect:      engine.Postgres{},
+		Store:        &engine.PgxStore{Pool: pool, Owned: owned},
+		Prefix:       `"` + o.Schema + `".`,
+		Channel:      "boson_" + o.Schema,
+		Clock:        o.Clock,
+		Limits:       o.Limits,
+		Logger:       o.Logger,
+		PollInterval: o.PollInterval,
+	})
+	b := &Backend{queueBackend: e, e: e, pool: pool, schema: o.Schema}
+	e.OnClose(b.closeListener)
+	return b, nil
+}
+
+// Schema returns the schema that holds the backend's tables.
+func (b *Backend) Schema() string { return b.schema }
+
+// Pool returns the pool the backend uses.
+func (b *Backend) Pool() *pgxpool.Pool { return b.pool }
+
+// Migrate creates the schema and applies every embedded migration it has
+// not applied yet, in one transaction under a transaction-scoped advisory
+// lock, so that processes starting at once take turns. It is safe to
+// call on every start.
+func (b *Backend) Migrate(ctx context.Context) error {
+	_, err := b.e.Migrate(ctx, "postgres", func(ctx context.Context, q engine.Querier) error {
+		if _, err := q.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", "boson.migrate."+b.schema); err != nil {
+			return err
+		}
+		_, err := q.Exec(ctx, `CREATE SCHEMA IF NOT EXISTS "`+b.schema+`"`)
+		return err
+	})
+	return err
+}
+
+// EnqueueTx implements [core.TxEnqueuer]: it stores reqs inside tx, a
+// pgx.Tx (a *pgxpool.Tx or any other implementation), under a savepoint.
+// The jobs become visible, and their notification is sent, only when
+// the caller commits; they vanish if it rolls back. A refused batch
+// (invalid, conflicting or rate limited) leaves tx usable.
+func (b *Backend) EnqueueTx(ctx context.Context, tx any, reqs []core.EnqueueRequest) ([]core.EnqueueResult, error) {
+	t, ok := tx.(pgx.Tx)
+	if !ok || t == nil {
+		return nil, fmt.Errorf("boson/postgres: enqueue: %w: tx is %T, not a pgx.Tx", core.ErrInvalidArgument, tx)
+	}
+	return b.e.EnqueueIn(ctx, engine.PgxQuerier{C: t}, reqs)
+}
+
+// Subscribe implements [core.Notifier]. The first call starts the
+// listener connection.
+func (b *Backend) Subscribe(queue string) (<-chan struct{}, func()) {
+	b.listenOnce.Do(b.startListener)
+	return b.e.Subscribe(queue)
+}
+
+// Close implements [core.QueueBackend]: it stops the listener and, when
+// the backend opened its own pool, closes the pool.
+func (b *Backend) Close() error { return b.e.Close() }
+
+var (
+	_ core.QueueBackend = (*Backend)(nil)
+	_ core.Notifier     = (*Backend)(nil)
+	_ core.TxEnqueuer   = (*Backend)(nil)
+)

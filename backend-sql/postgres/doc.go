@@ -1,0 +1,26 @@
+// Package postgres is the PostgreSQL backend of boson, on pgx/v5.
+//
+// Open a backend on a connection string with [Open], or on a pool you
+// already have with [New], then create or upgrade its tables with
+// [Backend.Migrate]. Every table lives in one schema (Options.Schema,
+// "boson" by default), so several applications can share a database.
+//
+// The claim is one statement: an UPDATE over a SELECT ... ORDER BY
+// priority, run_at, id LIMIT n FOR UPDATE SKIP LOCKED that walks a
+// partial index of the claimable jobs, cancels due jobs past a deadline
+// and opens the run rows in the same round trip. A batch of completions
+// is one statement as well, and a batch enqueue one multi-row INSERT.
+//
+// When Options.Clock is nil every decision uses the server's now(), so
+// workers on machines with skewed clocks agree. Durability is the
+// server's commit setting (synchronous_commit).
+//
+// The backend implements [core.Notifier] with LISTEN/NOTIFY: enqueues,
+// finishes and requeues send a notification inside their transaction,
+// and a dedicated listener connection, which reconnects by itself, wakes
+// the subscribers. Subscriptions also tick every Options.PollInterval so
+// that a missed notification costs one interval at most.
+//
+// It implements [core.TxEnqueuer] with pgx.Tx: [Backend.EnqueueTx] stores
+// jobs inside the caller's transaction, visible only once it commits.
+package postgres

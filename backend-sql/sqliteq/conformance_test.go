@@ -1,0 +1,50 @@
+package sqliteq_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/boson-go/boson/backend-sql/sqliteq"
+	"github.com/boson-go/boson/conformance"
+	"github.com/boson-go/boson/core"
+)
+
+// newBackend returns a migrated backend on a fresh file in a temp dir.
+func newBackend(t testing.TB, opts sqliteq.Options) *sqliteq.Backend {
+	t.Helper()
+	b, err := sqliteq.Open(context.Background(), filepath.Join(t.TempDir(), "boson.db"), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	if err := b.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func harness() conformance.Harness {
+	return conformance.Harness{
+		Name: "sqlite",
+		New: func(t testing.TB, o conformance.Options) core.QueueBackend {
+			return newBackend(t, sqliteq.Options{Clock: o.Clock, Limits: o.Limits})
+		},
+		Capabilities: conformance.Capabilities{Notify: true, TxEnqueue: true},
+		BeginTx: func(ctx context.Context, t testing.TB, b core.QueueBackend) (any, func() error, func() error) {
+			tx, err := b.(*sqliteq.Backend).BeginTx(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return tx, tx.Commit, tx.Rollback
+		},
+	}
+}
+
+func TestConformance(t *testing.T) {
+	conformance.Run(t, harness())
+}
+
+func BenchmarkConformance(b *testing.B) {
+	conformance.Bench(b, harness())
+}
