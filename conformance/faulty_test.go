@@ -22,7 +22,7 @@ var failLine = regexp.MustCompile(`^\s*--- FAIL: TestMem/(\S+) \(`)
 // failures.
 func TestSuiteCatchesFaultyBackends(t *testing.T) {
 	if os.Getenv(faultEnv) != "" {
-		t.Skip("inside a faulty-backend subprocess")
+		return // inside a faulty-backend subprocess
 	}
 	names := faulty.Names()
 	if len(names) < 5 {
