@@ -1,0 +1,112 @@
+// Package conformance is the shared test suite that every boson backend
+// runs, and the benchmarks that compare them.
+//
+// A backend conforms to [core.QueueBackend] when [Run] passes against it.
+// The suite covers enqueue (single, batch, validation of every input,
+// idempotency, rate limits), claim order and due times, exclusivity under
+// concurrent claimers, leases and rescue, fencing of every mutation,
+// outcomes and run rows, durable sleeps, checkpoints, cancel and retry,
+// cancellation deadlines, reads and pagination, task and queue configs,
+// retention, Close, aliasing of returned values, the optional capabilities,
+// and a model-based test of random operation sequences.
+//
+// # Running the suite against an adapter
+//
+// An adapter's own module adds one test file. This is a complete one for a
+// hypothetical Redis-backed package example.com/myqueue:
+//
+//	package myqueue_test
+//
+//	import (
+//		"context"
+//		"testing"
+//
+//		"example.com/myqueue"
+//		"github.com/boson-go/boson/conformance"
+//		"github.com/boson-go/boson/conformance/testenv"
+//		"github.com/boson-go/boson/core"
+//	)
+//
+//	// harness tells the suite how to make an isolated backend.
+//	func harness() conformance.Harness {
+//		return conformance.Harness{
+//			Name: "myqueue",
+//			New: func(t testing.TB, opts conformance.Options) core.QueueBackend {
+//				url := testenv.Redis(t) // env URL, a local redis-server, Docker, or skip
+//				b, err := myqueue.Open(context.Background(), myqueue.Options{
+//					URL:    url,
+//					Prefix: testenv.UniqueName(t, "conf"), // isolates this backend
+//					Clock:  opts.Clock,                    // every decision uses the suite's clock
+//					Limits: opts.Limits,
+//				})
+//				if err != nil {
+//					t.Fatal(err)
+//				}
+//				t.Cleanup(func() { _ = b.Close() }) // the suite may have closed it already
+//				return b
+//			},
+//			// Declare only what the backend offers: the suite checks that
+//			// what is not declared reports core.ErrUnsupported.
+//			Capabilities: conformance.Capabilities{Notify: true},
+//		}
+//	}
+//
+//	func TestConformance(t *testing.T) { conformance.Run(t, harness()) }
+//
+//	func BenchmarkConformance(b *testing.B) { conformance.Bench(b, harness()) }
+//
+// Run it with the race detector:
+//
+//	go test -race -run TestConformance ./...
+//	go test -run '^$' -bench BenchmarkConformance ./...
+//
+// # What the suite expects of a harness
+//
+//   - New is called from parallel tests and returns a backend isolated from
+//     every other (its own schema, key prefix, namespace or file) that uses
+//     opts.Clock for every decision and applies opts.Limits. The suite's
+//     limits are small (4 KiB payloads, 1 KiB headers, batches of 1,000)
+//     so that validation cases can exceed them.
+//   - The clock is a [core.ManualClock] that starts millisecond aligned and
+//     only moves in whole milliseconds; times must round-trip exactly at
+//     that precision. No case sleeps to wait for time.
+//   - The cleanup New registers must tolerate a backend that the suite
+//     already closed (the Lifecycle/Close case closes it).
+//   - Capabilities.TxEnqueue needs BeginTx, which opens a transaction of
+//     the store's own type on the store behind the backend.
+//
+// Notifications that a harness does not declare: [core.SubscribeQueue]
+// must report ok=false, or, where the backend type implements
+// [core.Notifier] anyway, Subscribe must return a usable stop function (a
+// nil channel is fine). The suite never waits for a signal it was not
+// promised. Transactional enqueue that is not declared must make
+// [core.EnqueueTx] return an error wrapping [core.ErrUnsupported].
+//
+// # Names, selection and reproduction
+//
+// Every case is a subtest Area/Case (for example Claim/Order or
+// Fencing/AfterRescue/Complete) that calls t.Parallel and gets its own
+// backend, so -run selects single cases:
+//
+//	go test -run 'TestConformance/Fencing/AfterCancel/' ./...
+//
+// The model-based case Model/StateMachine uses pgregory.net/rapid. On a
+// failure it prints the shrunk operation sequence and a seed; replay it with
+//
+//	go test -run 'TestConformance/Model/StateMachine$' -rapid.seed=N
+//
+// -rapid.checks=N changes how many sequences run (100 by default, 20 with
+// -short).
+//
+// # Benchmarks
+//
+// [Bench] runs Enqueue/single, Enqueue/batch100, ClaimComplete/single,
+// ClaimComplete/batch100 and EndToEnd on the system clock, and reports
+// jobs/s; the names are stable for benchstat.
+//
+// # Test environment
+//
+// Package [github.com/boson-go/boson/conformance/testenv] finds Postgres,
+// Redis and NATS for store-backed tests: an environment URL, a server the
+// test starts itself, a container, or a one-line skip.
+package conformance
