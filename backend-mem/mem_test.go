@@ -486,3 +486,111 @@ func TestNotify(t *testing.T) {
 	default:
 	}
 }
+
+// drained reports whether sig held a signal, and empties it.
+func drained(sig <-chan struct{}) bool {
+	select {
+	case <-sig:
+		return true
+	default:
+		return false
+	}
+}
+
+func TestNotifyOnFinishRetryAndResume(t *testing.T) {
+	ctx := context.Background()
+	b, _ := newBackend(t)
+	sig, stop := b.Subscribe("q")
+	defer stop()
+	other, stopOther := b.Subscribe("elsewhere")
+	defer stopOther()
+
+	enqueue(t, b, core.EnqueueRequest{Queue: "q", Task: "t"})
+	if !drained(sig) || drained(other) {
+		t.Fatal("enqueue signalled the wrong queues")
+	}
+	j := claim(t, b, "q", 1)[0]
+	if drained(sig) {
+		t.Fatal("a claim signalled")
+	}
+	if _, err := b.Fail(ctx, core.Failure{Lease: j.Lease, Error: "x", Terminal: true}); err != nil {
+		t.Fatal(err)
+	}
+	if !drained(sig) {
+		t.Fatal("no signal when the job finished")
+	}
+	if _, err := b.Retry(ctx, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	if !drained(sig) {
+		t.Fatal("no signal when the job was retried")
+	}
+	if err := b.PutQueueConfig(ctx, core.QueueConfig{Queue: "q", Paused: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := claim(t, b, "q", 1); len(got) != 0 {
+		t.Fatal("claimed from a paused queue")
+	}
+	if err := b.PutQueueConfig(ctx, core.QueueConfig{Queue: "q"}); err != nil {
+		t.Fatal(err)
+	}
+	if !drained(sig) {
+		t.Fatal("no signal when the queue resumed")
+	}
+	stop()
+	enqueue(t, b, core.EnqueueRequest{Queue: "q", Task: "t"})
+	if drained(sig) {
+		t.Fatal("signal after stop")
+	}
+}
+
+func TestClockMovedBack(t *testing.T) {
+	b, clock := newBackend(t)
+	enqueue(t, b, core.EnqueueRequest{Task: "soon", RunAt: t0.Add(time.Minute)})
+	clock.Advance(time.Minute)
+	enqueue(t, b, core.EnqueueRequest{Task: "now", Priority: 1})
+	// Make "soon" ready, then move the clock back before its run-at.
+	if got := claim(t, b, core.DefaultQueue, 1); len(got) != 1 || got[0].Task != "soon" {
+		t.Fatalf("claim = %+v", got)
+	}
+	enqueue(t, b, core.EnqueueRequest{Task: "later", RunAt: t0.Add(2 * time.Minute)})
+	clock.Advance(time.Minute)
+	if got := claim(t, b, core.DefaultQueue, 1); len(got) != 1 || got[0].Task != "later" {
+		t.Fatalf("claim = %+v", got)
+	}
+	clock.Set(t0)
+	enqueue(t, b, core.EnqueueRequest{Task: "back"})
+	got := claim(t, b, core.DefaultQueue, 10)
+	if len(got) != 1 || got[0].Task != "back" {
+		t.Fatalf("after the clock moved back: %+v", got)
+	}
+	clock.Set(t0.Add(time.Hour))
+	if got := claim(t, b, core.DefaultQueue, 10); len(got) != 1 || got[0].Task != "now" {
+		t.Fatalf("after the clock moved on: %+v", got)
+	}
+}
+
+func TestStatsAndQueues(t *testing.T) {
+	ctx := context.Background()
+	b, clock := newBackend(t)
+	enqueue(t, b, core.EnqueueRequest{Queue: "a", Task: "t"}, core.EnqueueRequest{Queue: "b", Task: "t"}, core.EnqueueRequest{Queue: "b", Task: "u"})
+	if err := b.PutQueueConfig(ctx, core.QueueConfig{Queue: "c", Paused: true}); err != nil {
+		t.Fatal(err)
+	}
+	j := claim(t, b, "b", 1)[0]
+	clock.Advance(3 * time.Second)
+	b.Complete(ctx, []core.Completion{{Lease: j.Lease}})
+	st, err := b.TaskStats(ctx, "t")
+	if err != nil || st.Jobs[core.StateQueued] != 1 || st.Jobs[core.StateSucceeded] != 1 ||
+		st.Runs[core.RunSucceeded] != 1 || st.RunTime != 3*time.Second {
+		t.Fatalf("stats = %+v, %v", st, err)
+	}
+	qs, err := b.ListQueues(ctx)
+	if err != nil || len(qs) != 3 || qs[0].Queue != "a" || qs[1].Jobs[core.StateSucceeded] != 1 || !qs[2].Paused {
+		t.Fatalf("queues = %+v, %v", qs, err)
+	}
+	n, _ := b.CountJobs(ctx, core.JobFilter{Queue: "b", Task: "u"})
+	if len(n) != 1 || n[core.StateQueued] != 1 {
+		t.Fatalf("count b/u = %v", n)
+	}
+}
