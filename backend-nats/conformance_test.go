@@ -35,3 +35,7 @@ func TestConformanceServer(t *testing.T) {
 	t.Logf("server version %s", nc.ConnectedServerVersion())
 	conformance.Run(t, harness("nats-server", nc, 1))
 }
+
+// runConformance runs the suite. It is a seam so that slower servers can
+// run it the same way.
+func runConformance(t *testing.T, h conformance.Harness) { conformance.Run(t, h) }
