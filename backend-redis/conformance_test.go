@@ -22,3 +22,12 @@ func harness(name string, client func(t testing.TB) redis.UniversalClient) confo
 func TestConformanceStandalone(t *testing.T) {
 	conformance.Run(t, harness("redis", func(t testing.TB) redis.UniversalClient { return standaloneClient(t) }))
 }
+
+func BenchmarkConformance(b *testing.B) {
+	b.Run("standalone", func(b *testing.B) {
+		conformance.Bench(b, harness("redis", func(t testing.TB) redis.UniversalClient { return standaloneClient(t) }))
+	})
+	b.Run("cluster", func(b *testing.B) {
+		conformance.Bench(b, harness("redis-cluster", func(t testing.TB) redis.UniversalClient { return clusterClient(t) }))
+	})
+}
