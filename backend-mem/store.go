@@ -17,6 +17,12 @@ type jobRec struct {
 	// deadline heap, so that the heap order cannot change behind its back.
 	deadline time.Time
 
+	// The indexes of the job's queue and task and the counters of its
+	// (queue, task) pair, resolved once when the job is stored.
+	q     *queueState
+	t     *taskState
+	tally *stateCounts
+
 	// Positions in the heaps (see jobHeap); -1 when absent.
 	readyIdx, schedIdx, leaseIdx, deadlineIdx, finIdx, queueFinIdx int
 }
@@ -127,7 +133,7 @@ func (s *store) pair(queue, task string) *stateCounts {
 
 // detach removes r from every heap it is in.
 func (s *store) detach(r *jobRec) {
-	q := s.queue(r.job.Queue)
+	q := r.q
 	q.ready.remove(r)
 	q.scheduled.remove(r)
 	q.finished.remove(r)
@@ -141,10 +147,9 @@ func (s *store) detach(r *jobRec) {
 // became claimable (now or at its RunAt) or finished.
 func (s *store) attach(r *jobRec, old core.JobState, now time.Time) {
 	j := &r.job
-	q := s.queue(j.Queue)
+	q := r.q
 	if old != j.State {
-		t := s.task(j.Task)
-		p := s.pair(j.Queue, j.Task)
+		t, p := r.t, r.tally
 		if old != "" {
 			q.counts.add(old, -1)
 			t.counts.add(old, -1)
@@ -194,7 +199,7 @@ func (s *store) openRun(r *jobRec, now time.Time) {
 		Status:    core.RunRunning,
 		StartedAt: now,
 	})
-	s.task(j.Task).runs[core.RunRunning]++
+	r.t.runs[core.RunRunning]++
 }
 
 // endRun closes r's open run, if any, with status and error text.
@@ -209,7 +214,7 @@ func (s *store) endRun(r *jobRec, status core.RunStatus, errText string, now tim
 	run.Status = status
 	run.FinishedAt = now
 	run.Error = errText
-	t := s.task(r.job.Task)
+	t := r.t
 	t.runs[core.RunRunning]--
 	t.runs[status]++
 	t.runTime += run.Duration()
@@ -239,8 +244,8 @@ func (s *store) cancel(r *jobRec, reason string, now time.Time) {
 func (s *store) insert(r *jobRec, now time.Time) {
 	j := &r.job
 	s.jobs[j.ID] = r
-	q := s.queue(j.Queue)
-	t := s.task(j.Task)
+	r.q, r.t, r.tally = s.queue(j.Queue), s.task(j.Task), s.pair(j.Queue, j.Task)
+	q, t := r.q, r.t
 	s.ids.insert(j.ID)
 	q.ids.insert(j.ID)
 	t.ids.insert(j.ID)
@@ -257,11 +262,9 @@ func (s *store) delete(r *jobRec) {
 	j := &r.job
 	s.detach(r)
 	delete(s.jobs, j.ID)
-	q := s.queue(j.Queue)
-	t := s.task(j.Task)
+	q, t, p := r.q, r.t, r.tally
 	q.counts.add(j.State, -1)
 	t.counts.add(j.State, -1)
-	p := s.pair(j.Queue, j.Task)
 	p.add(j.State, -1)
 	if p.total() == 0 {
 		delete(s.pairs, pairKey{j.Queue, j.Task})
