@@ -1,3 +1,125 @@
-// Package redisq is a boson queue backend on Redis. It implements
-// core.QueueBackend and core.Notifier.
+// Package redisq is a boson queue backend on Redis (go-redis v9). It
+// implements core.QueueBackend and core.Notifier on a single node, behind
+// Sentinel, and on Redis Cluster, with one code path for all three.
+//
+//	client := redis.NewUniversalClient(&redis.UniversalOptions{Addrs: []string{"127.0.0.1:6379"}})
+//	backend, err := redisq.New(client, redisq.Options{Prefix: "myapp"})
+//
+// # Atomicity
+//
+// Every transition of a job — enqueue (with idempotency keys and task
+// limits), claim, heartbeat, complete, fail, sleep, checkpoint, cancel,
+// retry, rescue and cleanup — is one Lua script, so Redis runs it to the
+// end before any other command. The scripts are loaded with EVALSHA and sent
+// with EVAL only when the server does not know them yet (after a restart,
+// for example). A script reads the time once, checks everything it needs
+// and only then writes; it never leaves half a transition behind. Redis
+// writes a script's effects to the AOF and to replicas as one MULTI/EXEC
+// block.
+//
+// Every key a script touches is passed in KEYS; none is built inside a
+// script. That is why the jobs of a queue are not one hash per job but one
+// hash per queue with a field per job attribute ("<id>|<attribute>"): the
+// claim script finds job ids in the ready set and must still touch only
+// keys it was given.
+//
+// # Key layout
+//
+// All keys of one queue share the hash tag {prefix:queue}, so every script,
+// which works on one queue, stays within one Cluster slot:
+//
+//	{p:q}:job    hash      "<id>|<attr>" -> value for every job of the queue
+//	{p:q}:ready  zset lex  "<priority+1000, 4 digits>|<due µs, 18 digits>|<id>": due now
+//	{p:q}:sched  zset      id by due time: scheduled, retrying or sleeping, not yet due
+//	{p:q}:lease  zset      id of a running job by lease expiry
+//	{p:q}:dead   zset      id of an unfinished job by its cancellation deadline
+//	{p:q}:done   zset      id of a terminal job by finish time
+//	{p:q}:idx    zset lex  "a|<id>", "s|<state>|<id>", "k|<task>|<id>", "t|<task>|<state>|<id>"
+//	{p:q}:idem   hash      idempotency key -> id
+//	{p:q}:rate   zset lex  "<task>|<created µs>|<id>" of the last second
+//	{p:q}:run    hash      "<id>|n" run count, "<id>|<n>|<attr>" run records
+//	{p:q}:cp     hash      "<id>|<step>|v" value, "<id>|<step>|c" time
+//	{p:q}:cpx    zset lex  "<id>|<step>"
+//	{p:q}:conf   hash      paused, retention, cleanup_limit
+//	{p:q}:rstat  hash      "<task>|<run status>" counts, "<task>|rt" run time µs
+//
+// Keys that span queues share the tag {prefix}: {p}:queues (the set of
+// queues), {p}:tasks (task configs as JSON) and {p}:jobq (job id -> queue).
+// Names cannot contain braces or '|' (core.ValidateName), so a tag cannot
+// be forged and '|' sorts above every character of a name or an id, which
+// makes "<prefix>|" ranges exact.
+//
+// # Claim order and time
+//
+// The ready set is a lexicographic sorted set whose members sort by
+// priority, then due time, then id, exactly the claim order. The claim
+// script first moves every due job of the scheduled set (at most 5,000 plus
+// the claim limit per call) into the ready set, then pops from its head;
+// jobs past a cancellation deadline are cancelled on the way and do not
+// count. Times are integer microseconds. The clock is the server's TIME
+// unless Options.Clock is set; then the time is passed to each script.
+// The fencing token is the job's "lt" attribute and grows by one per claim.
+//
+// # Finding a job by id
+//
+// Heartbeat, Complete, Cancel, GetJob and the other calls that name a job
+// by id must find its queue before they can run the queue's script. Enqueue
+// writes "id -> queue" into {p}:jobq in the same round trip that reads the
+// task configs, before the enqueue script stores the job; so a stored job
+// can always be found. If the enqueue is then refused the entries are
+// removed again; an entry left behind by a crash maps an id that has no job,
+// which reads as not found. Cleanup removes the entries of the jobs it
+// deletes. A Backend also remembers the queue of every job it claimed, so a
+// worker's heartbeats and completions cost one script call each.
+//
+// # Redis Cluster
+//
+// Everything of one queue lives in one slot, so all per-queue transitions
+// are as atomic on a cluster as on one node. Three things span queues and
+// therefore slots:
+//
+//   - A batch Enqueue that names several queues is one script on a single
+//     node. On a cluster it is checked queue by queue first (idempotency
+//     keys and limits, writing nothing) and then written queue by queue. If
+//     a concurrent enqueue takes a key or a limit between the check and the
+//     write, the queues already written are rolled back (jobs still unclaimed
+//     are deleted) and the batch fails; a worker could have claimed one of
+//     them in that instant. Batches within one queue have no such window.
+//   - Task limits (MaxInFlight, MaxEnqueuePerSecond) count a task's jobs in
+//     every queue. The enqueue script counts the queues of its own call
+//     atomically; the counts of other queues are read just before it. Two
+//     enqueues of the same task to different queues at the same instant can
+//     therefore both pass and exceed the limit by the size of one batch.
+//     Within one queue, limits are exact.
+//   - {p}:jobq, {p}:tasks and {p}:queues live in one slot: every enqueue
+//     writes to that node, and id lookups that miss the process cache read
+//     from it.
+//
+// Reads across queues (ListJobs, CountJobs, TaskStats, ListQueues, Rescue
+// and Cleanup over all queues) issue one pipelined call per step; a listing
+// that races with changes may show a page shorter than its limit, but its
+// cursor still visits every matching job once.
+//
+// # Notifications
+//
+// Scripts PUBLISH on the channel "<prefix>:wake:<queue>" when a job becomes
+// claimable now (enqueue, retry, fail with an immediate retry, rescue) or
+// finishes. A Backend holds one pub/sub connection for all its
+// subscriptions, so an idle worker sends no commands at all; each
+// subscription also signals every Options.PollInterval (one second by
+// default) to make up for messages lost while the connection was down,
+// which costs an idle worker one claim a second.
+//
+// # Transactional enqueue
+//
+// Redis has no transaction a caller could share with the backend's
+// scripts, so Backend does not implement core.TxEnqueuer and
+// core.EnqueueTx reports core.ErrUnsupported.
+//
+// # Durability
+//
+// Redis acknowledges a script before it reaches the disk unless the AOF is
+// fsynced on every write. See the README for what a restart loses under each
+// persistence setting; run with appendonly yes and appendfsync always when
+// no acknowledged job may ever be lost.
 package redisq
