@@ -66,6 +66,10 @@ func New(opts Options) *Backend {
 		subs:   subscribers{},
 	}
 	b.s.signal = b.subs.signal
+	if _, system := b.clock.(core.SystemClock); system {
+		// Only the process clock moves with timers; see wake.go.
+		b.s.scheduled = b.armWake
+	}
 	return b
 }
 
@@ -74,8 +78,14 @@ func New(opts Options) *Backend {
 func (b *Backend) Close() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.closed {
+		return nil
+	}
 	b.closed = true
 	b.shut.Store(true)
+	for _, q := range b.s.queues {
+		q.wake.stop()
+	}
 	b.s = nil
 	return nil
 }

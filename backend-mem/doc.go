@@ -5,8 +5,8 @@
 // It is the fastest backend and the reference that adapter authors read:
 // each file holds one concept of the contract (enqueue.go, claim.go,
 // fenced.go, rescue.go, control.go, reads.go, config.go, retention.go,
-// notify.go) and the indexes that make it cheap live in heaps.go, index.go
-// and store.go.
+// notify.go, wake.go) and the indexes that make it cheap live in heaps.go,
+// index.go, counts.go and store.go.
 //
 // Jobs do not survive the process. Use it for tests, for development and
 // for work that may be lost on restart; use a store-backed backend when

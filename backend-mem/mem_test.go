@@ -594,3 +594,40 @@ func TestStatsAndQueues(t *testing.T) {
 		t.Fatalf("count b/u = %v", n)
 	}
 }
+
+// TestWakeSignalOnProcessClock: on the process clock, a job scheduled ahead
+// signals its queue when it comes due. The wait is bounded by an event, not
+// a sleep: it ends when the signal arrives.
+func TestWakeSignalOnProcessClock(t *testing.T) {
+	b := mem.New(mem.Options{})
+	defer b.Close()
+	sig, stop := b.Subscribe("q")
+	defer stop()
+	ctx := context.Background()
+	due := time.Now().Add(20 * time.Millisecond)
+	if _, err := b.Enqueue(ctx, []core.EnqueueRequest{
+		{Queue: "q", Task: "t", RunAt: due.Add(time.Hour)}, // a later timer must not hide the earlier one
+		{Queue: "q", Task: "t", RunAt: due},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Claim until the job is handed out, waiting for a signal after each
+	// empty claim. Without the wake-up signal the loop would wait forever.
+	for {
+		jobs, err := b.Claim(ctx, core.ClaimRequest{Queue: "q", WorkerID: "w", Limit: 10, LeaseTTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(jobs) == 1 {
+			return
+		}
+		if len(jobs) > 1 {
+			t.Fatalf("claimed %d jobs, want only the due one", len(jobs))
+		}
+		select {
+		case <-sig:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no signal when the scheduled job came due")
+		}
+	}
+}

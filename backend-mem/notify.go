@@ -25,10 +25,10 @@ func (subs subscribers) signal(queue string) {
 // queue is enqueued, becomes due again through a failed attempt's retry, a
 // rescue, a manual retry or a sleep, or finishes, and when the queue is
 // resumed. Signals coalesce (the channel holds at most one) and may be
-// spurious. A job whose RunAt lies ahead signals when it is filed, not when
-// it comes due: workers poll to make up for it. stop releases the
-// subscription; calling it more than once is harmless. After Close the
-// channel never receives.
+// spurious. On the process clock a job whose RunAt lies ahead signals
+// again when it comes due (see wake.go); on any other clock it does not,
+// and workers find it by polling. stop releases the subscription; calling
+// it more than once is harmless. After Close the channel never receives.
 func (b *Backend) Subscribe(queue string) (signal <-chan struct{}, stop func()) {
 	sub := &subscription{ch: make(chan struct{}, 1)}
 	b.mu.Lock()

@@ -38,6 +38,7 @@ type queueState struct {
 	finished  *jobHeap // terminal, by finish time
 	counts    stateCounts
 	ids       idIndex
+	wake      wakeTimer // signals when the next scheduled job comes due
 }
 
 // taskState indexes the jobs of one task.
@@ -76,6 +77,9 @@ type store struct {
 	// signal is called with the queue of a job that became claimable (or
 	// will at its RunAt) or finished.
 	signal func(queue string)
+	// scheduled, when set, is called with the queue of a job filed in its
+	// scheduled heap, due at at.
+	scheduled func(queue string, q *queueState, at time.Time)
 }
 
 func newStore() *store {
@@ -163,6 +167,9 @@ func (s *store) attach(r *jobRec, old core.JobState, now time.Time) {
 	case j.State == core.StateQueued || j.State == core.StateSleeping:
 		if j.RunAt.After(now) {
 			q.scheduled.add(r)
+			if s.scheduled != nil {
+				s.scheduled(j.Queue, q, j.RunAt)
+			}
 		} else {
 			q.ready.add(r)
 		}
