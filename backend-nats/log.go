@@ -135,7 +135,7 @@ func (b *Backend) startConsumer(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("natsq: consumer: %w", err)
 	}
-	cc, err := cons.Consume(b.handle, jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
+	cc, err := cons.Consume(b.handle, jetstream.PullMaxMessages(4096), jetstream.ConsumeErrHandler(func(_ jetstream.ConsumeContext, err error) {
 		b.log.Debug("command consumer", "err", err)
 	}))
 	if err != nil {
