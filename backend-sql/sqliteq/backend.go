@@ -116,8 +116,8 @@ func (b *Backend) Migrate(ctx context.Context) error {
 // keep it short and always end it. Pass it to [Backend.EnqueueTx] (or
 // core.EnqueueTx) to enqueue together with your own writes.
 func (b *Backend) BeginTx(ctx context.Context) (*sql.Tx, error) {
-	if b.e == nil {
-		return nil, fmt.Errorf("boson/sqlite: begin: %w", core.ErrClosed)
+	if err := b.e.Err("begin"); err != nil {
+		return nil, err
 	}
 	tx, err := b.writer.BeginTx(ctx, nil)
 	if err != nil {

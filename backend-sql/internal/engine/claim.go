@@ -58,14 +58,7 @@ func (e *Engine) ClaimSQL(ctx context.Context, q Querier, req core.ClaimRequest,
 		now, req.Queue, now, now); err != nil {
 		return nil, err
 	}
-	jobs, err := collectJobs(q.Query(ctx, e.render(`UPDATE {s}jobs SET state = 'running',
-		attempt = CASE WHEN state = 'sleeping' THEN attempt ELSE attempt + 1 END,
-		token = token + 1, worker_id = ?, lease_expires_at = ?,
-		first_started_at = CASE WHEN first_started_at = 0 THEN ? ELSE first_started_at END,
-		deadline_at = CASE WHEN first_started_at = 0 THEN (CASE WHEN max_duration > 0 THEN ? + (max_duration + 999) / 1000 ELSE NULL END) ELSE deadline_at END
-		WHERE id IN (SELECT id FROM {s}jobs WHERE queue = ? AND state IN ('queued', 'sleeping') AND run_at <= ?
-			AND (deadline_at IS NULL OR deadline_at > ?) ORDER BY priority, run_at, id LIMIT ?)
-		RETURNING `+JobCols("")),
+	jobs, err := collectJobs(q.Query(ctx, e.render(claimUpdateSQL+"RETURNING "+JobCols("")),
 		req.WorkerID, now+ceilUS(req.LeaseTTL), now, now, req.Queue, now, now, req.Limit))
 	if err != nil || len(jobs) == 0 {
 		return nil, err
@@ -73,3 +66,15 @@ func (e *Engine) ClaimSQL(ctx context.Context, q Querier, req core.ClaimRequest,
 	SortClaimOrder(jobs)
 	return jobs, e.InsertRuns(ctx, q, jobs, now)
 }
+
+// claimUpdateSQL marks the first Limit due jobs of a queue running; its
+// arguments are worker, lease expiry, now (twice), queue, now (twice)
+// and limit.
+const claimUpdateSQL = `UPDATE {s}jobs SET state = 'running',
+		attempt = CASE WHEN state = 'sleeping' THEN attempt ELSE attempt + 1 END,
+		token = token + 1, worker_id = ?, lease_expires_at = ?,
+		first_started_at = CASE WHEN first_started_at = 0 THEN ? ELSE first_started_at END,
+		deadline_at = CASE WHEN first_started_at = 0 THEN (CASE WHEN max_duration > 0 THEN ? + (max_duration + 999) / 1000 ELSE NULL END) ELSE deadline_at END
+		WHERE id IN (SELECT id FROM {s}jobs WHERE queue = ? AND state IN ('queued', 'sleeping') AND run_at <= ?
+			AND (deadline_at IS NULL OR deadline_at > ?) ORDER BY priority, run_at, id LIMIT ?)
+		`

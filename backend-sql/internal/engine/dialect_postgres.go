@@ -86,9 +86,9 @@ const pgClaim = `WITH clk AS (SELECT ` + pgNow + ` AS t),
 expired AS (
 	UPDATE {s}jobs SET state = 'cancelled', finished_at = (SELECT t FROM clk),
 		last_error = CASE WHEN first_started_at = 0 THEN '` + ReasonMaxDelay + `' ELSE '` + ReasonMaxDuration + `' END
-	WHERE id IN (SELECT id FROM {s}jobs WHERE queue = ? AND state IN ('queued', 'sleeping')
+	WHERE id = ANY (ARRAY(SELECT id FROM {s}jobs WHERE queue = ? AND state IN ('queued', 'sleeping')
 		AND run_at <= (SELECT t FROM clk) AND deadline_at <= (SELECT t FROM clk)
-		AND NOT EXISTS (SELECT 1 FROM {s}queue_configs WHERE queue = ? AND paused <> 0) FOR UPDATE SKIP LOCKED)
+		AND NOT EXISTS (SELECT 1 FROM {s}queue_configs WHERE queue = ? AND paused <> 0) FOR UPDATE SKIP LOCKED))
 	RETURNING id),
 picked AS (
 	SELECT id FROM {s}jobs

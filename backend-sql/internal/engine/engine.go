@@ -188,3 +188,6 @@ var _ core.Notifier = (*Engine)(nil)
 
 // SignalAll wakes every local subscriber.
 func (e *Engine) SignalAll() { e.hub.signalAll() }
+
+// Err returns an error wrapping core.ErrClosed after Close, else nil.
+func (e *Engine) Err(op string) error { return e.check(op) }

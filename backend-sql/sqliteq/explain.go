@@ -1,0 +1,19 @@
+package sqliteq
+
+import (
+	"context"
+	"time"
+
+	"github.com/boson-go/boson/core"
+)
+
+// ExplainClaim returns SQLite's query plan of the claim statement that a
+// Claim of up to limit jobs of queue would run, so that an operator can
+// check that it walks the jobs_claim index. It changes nothing.
+func (b *Backend) ExplainClaim(ctx context.Context, queue string, limit int) (string, error) {
+	req := core.ClaimRequest{Queue: queue, WorkerID: "explain", Limit: limit, LeaseTTL: time.Minute}
+	if err := core.ValidateClaim(req, b.e.Limits()); err != nil {
+		return "", err
+	}
+	return b.e.ClaimPlan(ctx, req, false)
+}

@@ -1,0 +1,5 @@
+//go:build race
+
+package sqliteq_test
+
+const raceEnabled = true
