@@ -29,7 +29,7 @@ func (b *Backend) Claim(ctx context.Context, req core.ClaimRequest) ([]core.Job,
 	if err != nil {
 		return nil, wrap("claim", err)
 	}
-	_, rest, err := reply(res)
+	_, rest, err := reply(res, map[string]int{"ok": 1})
 	if err != nil {
 		return nil, err
 	}

@@ -34,7 +34,7 @@ func (b *Backend) jobScript(ctx context.Context, op string, s *redis.Script, id 
 	if err != nil {
 		return core.Job{}, wrap(op, err)
 	}
-	status, rest, err := reply(res)
+	status, rest, err := reply(res, map[string]int{"ok": 1, "state": 1})
 	if err != nil {
 		return core.Job{}, err
 	}

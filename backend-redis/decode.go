@@ -152,12 +152,17 @@ func decodeScriptJob(queue string, v any) (core.Job, error) {
 	return j, nil
 }
 
-// reply splits a script reply into its status word and the rest.
-func reply(res any) (string, []any, error) {
+// reply splits a script reply into its status word and the rest. It
+// refuses a reply whose rest is shorter than the status promises (min maps
+// a status to its least length), so that callers can index it.
+func reply(res any, min map[string]int) (string, []any, error) {
 	arr, ok := res.([]any)
 	if !ok || len(arr) == 0 {
 		return "", nil, fmt.Errorf("redisq: unexpected script reply %T", res)
 	}
 	s, _ := str(arr[0])
+	if len(arr)-1 < min[s] {
+		return "", nil, fmt.Errorf("redisq: script reply %q has %d values, want at least %d", s, len(arr)-1, min[s])
+	}
 	return s, arr[1:], nil
 }

@@ -104,11 +104,12 @@
 //
 // Scripts PUBLISH on the channel "<prefix>:wake:<queue>" when a job becomes
 // claimable now (enqueue, retry, fail with an immediate retry, rescue) or
-// finishes. A Backend holds one pub/sub connection for all its
-// subscriptions, so an idle worker sends no commands at all; each
-// subscription also signals every Options.PollInterval (one second by
-// default) to make up for messages lost while the connection was down,
-// which costs an idle worker one claim a second.
+// finishes. A Backend holds one pub/sub connection per subscribed queue,
+// shared by all its subscribers of that queue, so an idle worker sends no
+// commands at all; each subscription also signals every
+// Options.PollInterval (one second by default) to make up for messages
+// lost while the connection was down, which costs an idle worker one claim
+// a second.
 //
 // # Transactional enqueue
 //

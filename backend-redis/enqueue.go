@@ -185,7 +185,14 @@ func (b *Backend) enqueueCall(ctx context.Context, keys []string, args []any, jo
 	if err != nil {
 		return nil, wrap("enqueue", err)
 	}
-	status, rest, err := reply(res)
+	n := 0
+	for _, g := range gs {
+		n += len(g.items)
+	}
+	if args[2] == "1" {
+		n = 0 // a check-only call returns just the time
+	}
+	status, rest, err := reply(res, map[string]int{"ok": 1 + n, "conflict": 1, "limited": 2})
 	if err != nil {
 		return nil, err
 	}
@@ -197,6 +204,9 @@ func (b *Backend) enqueueCall(ctx context.Context, keys []string, args []any, jo
 		var order []int
 		for _, g := range gs {
 			order = append(order, g.items...)
+		}
+		if pos < 0 || pos >= len(order) {
+			return nil, fmt.Errorf("redisq: enqueue: conflict reply names item %d of %d", pos+1, len(order))
 		}
 		idx := order[pos]
 		return nil, &core.BatchError{Index: idx, Err: fmt.Errorf("%w: queue %q already holds idempotency key %q for a different request",

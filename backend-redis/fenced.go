@@ -50,7 +50,7 @@ func (b *Backend) Heartbeat(ctx context.Context, lease core.Lease, ttl time.Dura
 	if err != nil {
 		return core.Lease{}, wrap("heartbeat", err)
 	}
-	status, rest, err := reply(res)
+	status, rest, err := reply(res, map[string]int{"ok": 2})
 	if err != nil {
 		return core.Lease{}, err
 	}
@@ -119,7 +119,7 @@ func (b *Backend) Complete(ctx context.Context, items []core.Completion) ([]erro
 		if err != nil {
 			return nil, wrap("complete", err)
 		}
-		_, rest, err := reply(res)
+		_, rest, err := reply(res, map[string]int{"ok": 1 + len(idx)})
 		if err != nil {
 			return nil, err
 		}
@@ -152,7 +152,7 @@ func (b *Backend) Fail(ctx context.Context, f core.Failure) (core.JobState, erro
 	if err != nil {
 		return "", wrap("fail", err)
 	}
-	status, rest, err := reply(res)
+	status, rest, err := reply(res, map[string]int{"ok": 1})
 	if err != nil {
 		return "", err
 	}
@@ -180,7 +180,7 @@ func (b *Backend) Sleep(ctx context.Context, lease core.Lease, until time.Time) 
 	if err != nil {
 		return wrap("sleep", err)
 	}
-	status, _, err := reply(res)
+	status, _, err := reply(res, nil)
 	if err != nil {
 		return err
 	}
@@ -210,7 +210,7 @@ func (b *Backend) SaveCheckpoint(ctx context.Context, lease core.Lease, step str
 	if err != nil {
 		return nil, wrap("save checkpoint", err)
 	}
-	status, rest, err := reply(res)
+	status, rest, err := reply(res, map[string]int{"ok": 1})
 	if err != nil {
 		return nil, err
 	}

@@ -8,17 +8,22 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// hub shares one pub/sub connection among the subscriptions of a Backend.
-// Scripts PUBLISH on a queue's channel when a job becomes claimable now or
+// hub holds the pub/sub subscriptions of a Backend: one connection per
+// subscribed queue, shared by every local subscriber of that queue. Scripts
+// PUBLISH on a queue's channel when a job becomes claimable now or
 // finishes; the hub fans each message out to the local subscribers.
 type hub struct {
 	b *Backend
 
 	mu     sync.Mutex
-	ps     *redis.PubSub
-	subs   map[string]map[*subscription]struct{} // channel -> subscribers
+	chans  map[string]*channelSubs
 	closed bool
 	done   chan struct{}
+}
+
+type channelSubs struct {
+	ps   *redis.PubSub
+	subs map[*subscription]struct{}
 }
 
 type subscription struct {
@@ -27,7 +32,7 @@ type subscription struct {
 }
 
 func newHub(b *Backend) *hub {
-	return &hub{b: b, subs: map[string]map[*subscription]struct{}{}, done: make(chan struct{})}
+	return &hub{b: b, chans: map[string]*channelSubs{}, done: make(chan struct{})}
 }
 
 func (s *subscription) signal() {
@@ -37,12 +42,18 @@ func (s *subscription) signal() {
 	}
 }
 
+// subscribeWait bounds how long Subscribe waits for Redis to confirm a new
+// subscription; past it the subscription still works once Redis answers,
+// and the periodic signal covers the gap.
+const subscribeWait = 5 * time.Second
+
 // Subscribe returns a channel that receives a value soon after a job of
 // queue becomes claimable now or finishes, and, as a fallback for
 // notifications lost while the connection was down, every
-// Options.PollInterval. Signals coalesce. stop must be called once.
-// Subscribing does not validate queue: a queue that never gets jobs simply
-// never signals. After Close the channel only receives nothing.
+// Options.PollInterval. Signals coalesce. When Subscribe returns, the
+// subscription is active on the server (if Redis answered within a few
+// seconds), so a change made after it returns is signalled. stop must be
+// called once. After Close the channel receives nothing.
 func (b *Backend) Subscribe(queue string) (<-chan struct{}, func()) {
 	return b.hub.subscribe(b.ks.channel(queue))
 }
@@ -54,13 +65,13 @@ func (h *hub) subscribe(channel string) (<-chan struct{}, func()) {
 		h.mu.Unlock()
 		return s.ch, func() {}
 	}
-	set := h.subs[channel]
-	if set == nil {
-		set = map[*subscription]struct{}{}
-		h.subs[channel] = set
-		h.listen(channel)
+	cs := h.chans[channel]
+	if cs == nil {
+		cs = &channelSubs{subs: map[*subscription]struct{}{}}
+		h.chans[channel] = cs
+		cs.ps = h.listen(channel)
 	}
-	set[s] = struct{}{}
+	cs.subs[s] = struct{}{}
 	h.mu.Unlock()
 
 	if d := h.b.opts.PollInterval; d > 0 {
@@ -85,39 +96,37 @@ func (h *hub) subscribe(channel string) (<-chan struct{}, func()) {
 			close(s.stop)
 			h.mu.Lock()
 			defer h.mu.Unlock()
-			set := h.subs[channel]
-			delete(set, s)
-			if len(set) == 0 {
-				delete(h.subs, channel)
-				if h.ps != nil && !h.closed {
-					_ = h.ps.Unsubscribe(context.Background(), channel)
-				}
+			delete(cs.subs, s)
+			if len(cs.subs) == 0 && h.chans[channel] == cs {
+				delete(h.chans, channel)
+				_ = cs.ps.Close()
 			}
 		})
 	}
 }
 
-// listen subscribes the shared connection to channel, starting the
-// connection and its reader on first use. h.mu is held.
-func (h *hub) listen(channel string) {
-	ctx := context.Background()
-	if h.ps != nil {
-		if err := h.ps.Subscribe(ctx, channel); err != nil {
-			h.b.opts.Logger.Warn("redisq: subscribe", "channel", channel, "err", err)
-		}
-		return
+// listen opens a pub/sub connection on channel, waits for the server to
+// confirm it and starts its reader. h.mu is held.
+func (h *hub) listen(channel string) *redis.PubSub {
+	ctx, cancel := context.WithTimeout(context.Background(), subscribeWait)
+	defer cancel()
+	ps := h.b.rdb.Subscribe(ctx, channel)
+	if _, err := ps.Receive(ctx); err != nil {
+		h.b.opts.Logger.Warn("redisq: subscribe", "channel", channel, "err", err)
 	}
-	h.ps = h.b.rdb.Subscribe(ctx, channel)
-	msgs := h.ps.Channel()
+	msgs := ps.Channel()
 	go func() {
-		for m := range msgs {
+		for range msgs {
 			h.mu.Lock()
-			for s := range h.subs[m.Channel] {
-				s.signal()
+			if cs := h.chans[channel]; cs != nil && cs.ps == ps {
+				for s := range cs.subs {
+					s.signal()
+				}
 			}
 			h.mu.Unlock()
 		}
 	}()
+	return ps
 }
 
 func (h *hub) close() {
@@ -128,7 +137,8 @@ func (h *hub) close() {
 	}
 	h.closed = true
 	close(h.done)
-	if h.ps != nil {
-		_ = h.ps.Close()
+	for ch, cs := range h.chans {
+		_ = cs.ps.Close()
+		delete(h.chans, ch)
 	}
 }
