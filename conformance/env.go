@@ -314,5 +314,5 @@ func (e *env) requireUnchanged(s snapshot, what string) {
 	}
 }
 
-// names for use in fmt of cases.
+// itoa formats i for case and message names.
 func itoa(i int) string { return fmt.Sprint(i) }

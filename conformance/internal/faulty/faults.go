@@ -82,6 +82,24 @@ func init() {
 		wrap:     func(b core.QueueBackend) core.QueueBackend { return closeIgnored{base{b}} },
 	})
 	register(Fault{
+		Name:     "pause-ignored",
+		What:     "queue configs lose their paused flag when stored",
+		CaughtBy: []string{"Claim/PausedQueue", "Config/QueueRoundTrip"},
+		wrap:     func(b core.QueueBackend) core.QueueBackend { return pauseIgnored{base{b}} },
+	})
+	register(Fault{
+		Name:     "heartbeat-no-extend",
+		What:     "heartbeat reports a new expiry but does not store it",
+		CaughtBy: []string{"Lease/HeartbeatExtends"},
+		wrap:     func(b core.QueueBackend) core.QueueBackend { return heartbeatNoExtend{base{b}} },
+	})
+	register(Fault{
+		Name:     "deadlines-ignored",
+		What:     "cancellation policies are dropped at enqueue",
+		CaughtBy: []string{"Deadline/MaxDelayAtClaim", "Deadline/MaxDurationAtHeartbeat", "Deadline/MaxDurationAtRescue"},
+		wrap:     func(b core.QueueBackend) core.QueueBackend { return deadlinesIgnored{base{b}} },
+	})
+	register(Fault{
 		Name:     "sleep-consumes-attempt",
 		What:     "waking from a sleep counts as a new attempt",
 		CaughtBy: []string{"Sleep/Until", "Sleep/Repeated"},
@@ -331,4 +349,37 @@ func (s sleepConsumesAttempt) Sleep(ctx context.Context, l core.Lease, until tim
 	// A retry-at instead of a sleep: the job comes back as a new attempt.
 	_, err := s.QueueBackend.Fail(ctx, core.Failure{Lease: l, Error: "sleeping", RetryAt: until})
 	return err
+}
+
+// pauseIgnored stores queue configs without the paused flag.
+type pauseIgnored struct{ base }
+
+func (p pauseIgnored) PutQueueConfig(ctx context.Context, c core.QueueConfig) error {
+	c.Paused = false
+	return p.QueueBackend.PutQueueConfig(ctx, c)
+}
+
+// heartbeatNoExtend checks the lease but never moves its expiry.
+type heartbeatNoExtend struct{ base }
+
+func (h heartbeatNoExtend) Heartbeat(ctx context.Context, l core.Lease, ttl time.Duration) (core.Lease, error) {
+	j, err := h.QueueBackend.GetJob(ctx, l.JobID)
+	if err != nil || ttl <= 0 || j.State != core.StateRunning || j.Lease.Token != l.Token {
+		return h.QueueBackend.Heartbeat(ctx, l, ttl)
+	}
+	nl := j.Lease
+	nl.ExpiresAt = nl.ExpiresAt.Add(ttl) // reported, not stored
+	return nl, nil
+}
+
+// deadlinesIgnored drops cancellation policies.
+type deadlinesIgnored struct{ base }
+
+func (d deadlinesIgnored) Enqueue(ctx context.Context, reqs []core.EnqueueRequest) ([]core.EnqueueResult, error) {
+	out := make([]core.EnqueueRequest, len(reqs))
+	for k, r := range reqs {
+		r.Cancel = core.CancellationPolicy{}
+		out[k] = r
+	}
+	return d.QueueBackend.Enqueue(ctx, out)
 }
