@@ -1,0 +1,116 @@
+// Package natsq is a boson queue backend on NATS JetStream. It implements
+// core.QueueBackend and core.Notifier; transactional enqueue is not
+// offered (core.EnqueueTx returns core.ErrUnsupported), because JetStream
+// has no transaction a caller could share.
+//
+//	nc, _ := nats.Connect(nats.DefaultURL)
+//	b, err := natsq.New(ctx, nc, natsq.Options{Namespace: "shop"})
+//
+// # Design: one command log, every process a replica
+//
+// Every change to the store is a command appended to one JetStream stream
+// per namespace, named BOSON_<namespace> on the subjects
+// boson.<namespace>.log (and .part, below). An enqueue batch, a claim, a
+// batch of completions, a heartbeat, a failure, a cancel, a config change
+// and a cleanup pass are each one command. The stream is the only truth.
+//
+// Each Backend is a replica of the store. An ordered consumer delivers the
+// stream from its first message, and the Backend applies each command, in
+// stream order and under its lock, to memory: the jobs with their runs and
+// checkpoints, one B-tree per queue in claim order (priority, run-at, id),
+// the idempotency keys, per-task counters for the rate limits and the
+// statistics, a B-tree of finished jobs for retention, and the task and
+// queue configs. Two Backends in two processes that have applied the same
+// prefix of the stream hold the same state.
+//
+// Applying a command is deterministic. The command carries everything that
+// could differ between processes: the issuer's time (from Options.Clock,
+// else the process clock), the ids it chose (job ids from core.PrepareJobs,
+// a run-id base from core.NewID) and input it has already validated. A
+// replica consults nothing else: not its clock, its options or randomness.
+//
+// A call such as Claim validates its input, appends the command with a
+// Nats-Msg-Id, waits for the server's acknowledgement with the command's
+// stream sequence, and returns the outcome of applying it. When no other
+// command came between the replica's position and its own, the replica
+// applies the command at once; otherwise it waits for the consumer to
+// deliver everything up to it. Either way the outcome is the one every
+// other replica computes.
+//
+// A command larger than the server's max_payload is stored as parts on
+// the .part subject, followed by its last part on .log, which names the
+// parts' sequences; replicas apply it only when that last part arrives, so
+// a big batch is still one atomic command.
+//
+// # Why it is atomic
+//
+// JetStream gives every stored message one place in a total order, and a
+// replica applies one command as one step. The rest follows:
+//
+//   - Atomic batches: an Enqueue batch is one command. Its idempotency
+//     and rate-limit checks run against the state at the command's
+//     position, and either all its jobs are stored or none.
+//   - Exclusive claims: two claims of one job are two commands; the later
+//     finds the job running and passes over it. Every process computes the
+//     same, so no job is handed to two claims at once, with no lock and no
+//     compare-and-set retry loop.
+//   - Fencing: each claim stores Lease.Token+1 in the job. A fenced command
+//     (Heartbeat, Complete, Fail, Sleep, SaveCheckpoint) is accepted only
+//     if, at its position in the log, the job is running under the same
+//     token. Rescue and Cancel change the state first, so a stale worker's
+//     later command is refused with core.ErrLeaseLost.
+//   - Exact limits and keys: MaxInFlight, MaxEnqueuePerSecond and
+//     idempotency keys are decided against the exact state at the
+//     command's position, across all processes.
+//   - Durability: a call returns success only after the server stored the
+//     command (with Replicas 3, on a quorum of the cluster). If the answer
+//     is lost, the call publishes again with the same message id, and the
+//     server's duplicate window (two minutes) stores it at most once. A call
+//     that fails may or may not have been stored; if it was, every replica
+//     applies it, so nothing is half done.
+//
+// # Reads
+//
+// Reads (GetJob, ListJobs, CountJobs, ...) answer from the local replica
+// without a round trip. A Backend sees its own writes. What another process
+// wrote a moment ago appears as soon as the consumer delivers it; call
+// Sync first for a read that must include everything stored before it.
+//
+// Claim and Rescue first look at the local replica: when it holds nothing
+// due, they return at once without appending a command, so idle workers do
+// not grow the log. A job that another process enqueued an instant earlier
+// is then found by the next claim, which the Subscribe signal prompts.
+//
+// # Server versions
+//
+// NATS server 2.9.0 and later, tested with 2.9.10 (Debian's) and 2.15.3.
+// The backend uses only what 2.9 has: a file-backed stream with limits
+// retention, the duplicate window (Nats-Msg-Id), DenyDelete, and ordered
+// pull consumers. New reads nc.ConnectedServerVersion() and refuses older
+// servers with core.ErrUnsupported, and it reads the stream's configuration
+// back after creating it, because a server silently drops options it does
+// not know; a mismatch (replicas, retention, limits, the duplicate window)
+// is refused with core.ErrUnsupported as well.
+//
+// # Costs and limits
+//
+//   - Memory: every Backend holds every retained job, with payload,
+//     runs and checkpoints. Cleanup frees them. Plan memory as for an
+//     in-memory store of the retained jobs, in every process.
+//   - Start-up: New replays the stream. Replay applies about 10,000 to
+//     20,000 commands a second on a small machine; batched commands carry
+//     many jobs each.
+//   - The stream is not compacted: deleting jobs with Cleanup frees memory
+//     but not the commands that created them, so the stream grows with the
+//     history and so does start-up time. Size the stream's storage for it,
+//     or start a new namespace when it becomes large.
+//   - Throughput: one command is one round trip to the stream's leader
+//     (plus replication with Replicas 3). Batch Enqueue and Complete, and
+//     claim with a Limit above 1, to amortise it.
+//   - Clocks: with no Options.Clock, each process stamps its commands with
+//     its own clock; keep the clocks of the processes synchronised.
+//   - Upgrades: every process must understand every command in the log;
+//     a replica that meets a command it does not know skips it, and its
+//     state no longer matches the others'. Upgrade all processes of a
+//     namespace together.
+package natsq
