@@ -96,7 +96,9 @@
 //	go test -run 'TestConformance/Model/StateMachine$' -rapid.seed=N
 //
 // -rapid.checks=N changes how many sequences run (100 by default, 20 with
-// -short).
+// -short). rapid also saves a failing sequence under testdata/rapid of the
+// package under test and prints -rapid.failfile=... to replay it exactly;
+// -rapid.nofailfile turns that off.
 //
 // # Benchmarks
 //

@@ -71,6 +71,9 @@ func Lookup(t testing.TB, s Service) string {
 		if d.release != nil {
 			t.Cleanup(d.release)
 		}
+		if d.source != "env" {
+			t.Logf("testenv: %s from the %s rung at %s", s.Name, d.source, d.url)
+		}
 		return d.url
 	case d.fatal:
 		t.Fatal(d.message)
@@ -154,6 +157,7 @@ func oneLine(err error) string {
 type registry struct {
 	mu      sync.Mutex
 	servers map[string]*server
+	keep    bool // servers outlive their last user until stopAll (see Main)
 }
 
 type server struct {
@@ -188,10 +192,34 @@ func (r *registry) acquire(key string, start func() (string, func(), error)) (st
 			r.mu.Lock()
 			defer r.mu.Unlock()
 			s.refs--
-			if s.refs == 0 {
+			if s.refs == 0 && !r.keep {
 				delete(r.servers, key)
 				s.stop()
 			}
 		})
 	}, nil
+}
+
+// stopAll stops every server the ladder started.
+func (r *registry) stopAll() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for key, s := range r.servers {
+		delete(r.servers, key)
+		s.stop()
+	}
+}
+
+// Main runs a package's tests with the servers the ladder starts kept for
+// the whole run, instead of being stopped whenever no test holds them, and
+// stops them at the end. Call it from TestMain when many sequential tests
+// would otherwise start and stop a local server each:
+//
+//	func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
+func Main(m *testing.M) int {
+	shared.mu.Lock()
+	shared.keep = true
+	shared.mu.Unlock()
+	defer shared.stopAll()
+	return m.Run()
 }

@@ -197,3 +197,20 @@ func TestPostgresStartsServer(t *testing.T) {
 		t.Fatalf("the ladder's Postgres at %s does not answer: %v", u, err)
 	}
 }
+
+func TestKeepServersUntilStopAll(t *testing.T) {
+	r := &registry{servers: map[string]*server{}, keep: true}
+	starts, stops := 0, 0
+	start := func() (string, func(), error) { starts++; return "svc://x", func() { stops++ }, nil }
+	_, release, _ := r.acquire("k", start)
+	release()
+	_, release, _ = r.acquire("k", start)
+	release()
+	if starts != 1 || stops != 0 {
+		t.Fatalf("with keep: %d starts, %d stops; want 1, 0", starts, stops)
+	}
+	r.stopAll()
+	if stops != 1 {
+		t.Fatalf("stopAll stopped %d servers, want 1", stops)
+	}
+}
