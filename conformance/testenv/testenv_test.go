@@ -179,8 +179,13 @@ func TestRedisEnvVar(t *testing.T) {
 	}
 }
 
+// The local-server tests exercise the second rung; where it cannot run
+// they skip even under BOSON_TEST_REQUIRE, since the service itself may be
+// provided by the environment variable.
+
 func TestRedisStartsServer(t *testing.T) {
 	t.Setenv(EnvRedis, "")
+	t.Setenv(EnvRequire, "")
 	u := Redis(t)
 	if err := redisPing(u); err != nil {
 		t.Fatalf("the ladder's Redis at %s does not answer: %v", u, err)
@@ -192,6 +197,7 @@ func TestRedisStartsServer(t *testing.T) {
 
 func TestPostgresStartsServer(t *testing.T) {
 	t.Setenv(EnvPostgres, "")
+	t.Setenv(EnvRequire, "")
 	u := Postgres(t)
 	if err := pgPing(u); err != nil {
 		t.Fatalf("the ladder's Postgres at %s does not answer: %v", u, err)
