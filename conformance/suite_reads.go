@@ -11,18 +11,19 @@ import (
 // testReads: get, list, count, runs, task stats and queues.
 func testReads(t *testing.T, h Harness) {
 	cases(t, h, map[string]func(e *env){
-		"Get":                  readGet,
-		"GetNotFound":          readNotFound,
-		"ListFilters":          readListFilters,
-		"PaginationAscending":  func(e *env) { readPagination(e, false) },
-		"PaginationDescending": func(e *env) { readPagination(e, true) },
-		"PaginationExactPages": readExactPages,
-		"DefaultPageSize":      readDefaultPage,
-		"Count":                readCount,
-		"Runs":                 readRuns,
-		"TaskStats":            readTaskStats,
-		"TaskStatsEmpty":       readTaskStatsEmpty,
-		"ListQueues":           readListQueues,
+		"Get":                         readGet,
+		"GetNotFound":                 readNotFound,
+		"ListFilters":                 readListFilters,
+		"PaginationAscending":         func(e *env) { readPagination(e, false) },
+		"PaginationDescending":        func(e *env) { readPagination(e, true) },
+		"PaginationExactPages":        readExactPages,
+		"PaginationWhileStatesChange": readPaginationChanging,
+		"DefaultPageSize":             readDefaultPage,
+		"Count":                       readCount,
+		"Runs":                        readRuns,
+		"TaskStats":                   readTaskStats,
+		"TaskStatsEmpty":              readTaskStatsEmpty,
+		"ListQueues":                  readListQueues,
 	})
 }
 
@@ -179,6 +180,38 @@ func readPagination(e *env, desc bool) {
 	}
 	if !slices.Equal(order, sorted) {
 		e.t.Fatalf("pages are not in id order (desc %v)", desc)
+	}
+}
+
+func readPaginationChanging(e *env) {
+	jobs := e.enqueueN("q", "t", 30)
+	f := core.JobFilter{States: []core.JobState{core.StateQueued}, Limit: 4}
+	seen := map[string]int{}
+	for page := 0; ; page++ {
+		p := e.list(f)
+		for _, j := range p.Jobs {
+			seen[j.ID]++
+			if j.State != core.StateQueued {
+				e.t.Fatalf("a listing of queued jobs returned a %s job", j.State)
+			}
+		}
+		// Jobs leave the filter while the listing runs: claims take the
+		// oldest, and a cancel takes one near the end.
+		e.claim("q", 2)
+		e.cancel(jobs[len(jobs)-1-page].ID, "")
+		if p.Next == "" {
+			break
+		}
+		f.Cursor = p.Next
+		if page > 100 {
+			e.t.Fatal("pagination does not end")
+		}
+	}
+	for _, j := range jobs {
+		still := e.get(j.ID).State == core.StateQueued
+		if n := seen[j.ID]; n > 1 || still && n != 1 {
+			e.t.Fatalf("job %s (still queued: %v) visited %d times", j.ID, still, n)
+		}
 	}
 }
 
