@@ -34,4 +34,6 @@ var backends = []backendFactory{
 			return b
 		},
 	},
+	{Name: "redis", New: newRedisBackend, Durable: true},
+	{Name: "nats", New: newNATSBackend, Durable: true},
 }

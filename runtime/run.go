@@ -178,7 +178,9 @@ func (a *attempt) supervise(done <-chan struct{}, stopped chan<- struct{}) {
 		case <-t.C:
 		}
 		lease := a.currentLease()
-		ctx, cancel := context.WithTimeout(w.baseCtx, w.opts.HeartbeatInterval)
+		// The call may take up to the rest of a lease period; a slow store
+		// must not turn into a lost lease.
+		ctx, cancel := context.WithTimeout(w.baseCtx, w.opts.LeaseTTL-w.opts.HeartbeatInterval)
 		nl, err := a.b.Heartbeat(ctx, lease, w.opts.LeaseTTL)
 		cancel()
 		switch {
