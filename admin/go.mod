@@ -1,0 +1,3 @@
+module github.com/boson-go/boson/admin
+
+go 1.26
