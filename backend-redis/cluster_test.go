@@ -28,6 +28,7 @@ var testCluster struct {
 // cluster on first use.
 func clusterClient(t testing.TB) *redis.ClusterClient {
 	t.Helper()
+	requireServerBinary(t)
 	testCluster.once.Do(func() { testCluster.err = startCluster() })
 	if testCluster.err != nil {
 		t.Fatalf("redis cluster: %v", testCluster.err)

@@ -22,6 +22,7 @@ func TestDurabilityRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts redis-server")
 	}
+	requireServerBinary(t)
 	srv, err := startServer(t.TempDir(), "--appendonly", "yes", "--appendfsync", "always")
 	if err != nil {
 		t.Fatal(err)

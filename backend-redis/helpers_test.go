@@ -3,11 +3,13 @@ package redisq
 import (
 	"context"
 	"os"
+	"os/exec"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/boson-go/boson/conformance/testenv"
 	"github.com/boson-go/boson/core"
 	"github.com/redis/go-redis/v9"
 )
@@ -33,27 +35,43 @@ func itoa(n int64) string {
 	return string(b)
 }
 
-// standaloneURL is the Redis the focused tests use.
-func standaloneURL() string {
-	if u := os.Getenv("BOSON_TEST_REDIS_URL"); u != "" {
-		return u
-	}
-	return "redis://127.0.0.1:6379/0"
+// standaloneURL is the single Redis the tests use: BOSON_TEST_REDIS_URL, or
+// a redis-server that testenv starts (see testenv.Redis).
+func standaloneURL(t testing.TB) string {
+	t.Helper()
+	return testenv.Redis(t)
 }
 
 func standaloneClient(t testing.TB) *redis.Client {
 	t.Helper()
-	opt, err := redis.ParseURL(standaloneURL())
+	u := standaloneURL(t)
+	opt, err := redis.ParseURL(u)
 	if err != nil {
 		t.Fatalf("redis url: %v", err)
 	}
 	c := redis.NewClient(opt)
 	if err := c.Ping(context.Background()).Err(); err != nil {
 		c.Close()
-		t.Skipf("redis at %s does not answer: %v", standaloneURL(), err)
+		t.Fatalf("redis at %s does not answer: %v", u, err)
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// requireServerBinary skips t when redis-server is not on PATH, unless
+// BOSON_TEST_REQUIRE asks for redis, which makes it a failure.
+func requireServerBinary(t testing.TB) {
+	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err == nil {
+		return
+	}
+	req := os.Getenv("BOSON_TEST_REQUIRE")
+	for _, f := range strings.Split(req, ",") {
+		if f = strings.TrimSpace(f); f == "all" || f == "redis" {
+			t.Fatalf("redis-server is not on PATH; BOSON_TEST_REQUIRE=%s requires it", req)
+		}
+	}
+	t.Skip("redis-server is not on PATH")
 }
 
 // dropPrefix deletes every key of a prefix.

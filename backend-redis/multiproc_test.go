@@ -95,7 +95,7 @@ func TestMultiProcessExactlyOnce(t *testing.T) {
 	}
 	t.Run("standalone", func(t *testing.T) {
 		c := standaloneClient(t)
-		multiProcess(t, c, standaloneURL())
+		multiProcess(t, c, standaloneURL(t))
 	})
 	t.Run("cluster", func(t *testing.T) {
 		c := clusterClient(t)
