@@ -34,6 +34,8 @@ var backends = []backendFactory{
 			return b
 		},
 	},
+	{Name: "sqlite", New: newSQLiteBackend, Durable: true, TxEnqueue: true, BeginTx: beginSQLiteTx},
+	{Name: "postgres", New: newPostgresBackend, Durable: true, TxEnqueue: true, BeginTx: beginPostgresTx},
 	{Name: "redis", New: newRedisBackend, Durable: true},
 	{Name: "nats", New: newNATSBackend, Durable: true},
 }
