@@ -29,7 +29,9 @@ type Dialect interface {
 	// another transaction may be picking the same ones.
 	SkipLocked() string
 	// InsertJobs stores new jobs, skipping any whose (queue, idempotency
-	// key) is already held, and returns the ids it inserted.
+	// key) is already held, returns the ids it inserted, and announces
+	// (where the store has notifications) the queues that got jobs, to
+	// be delivered when q commits.
 	InsertJobs(ctx context.Context, e *Engine, q Querier, jobs []core.Job) (map[string]bool, error)
 	// Claim performs the whole claim step of req at time now (NULL
 	// meaning the store's clock) and returns the claimed jobs.

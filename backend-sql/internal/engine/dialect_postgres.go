@@ -58,12 +58,13 @@ func (Postgres) InsertJobs(ctx context.Context, e *Engine, q Querier, jobs []cor
 			deadlines[i] = &d
 		}
 	}
-	rows, err := q.Query(ctx, e.render(`INSERT INTO {s}jobs (id, queue, task, payload, headers, priority, max_attempts, retry,
+	rows, err := q.Query(ctx, e.render(`WITH ins AS (INSERT INTO {s}jobs (id, queue, task, payload, headers, priority, max_attempts, retry,
 		max_delay, max_duration, idempotency_key, fingerprint, actor, run_at, created_at, deadline_at, state)
 		SELECT *, 'queued' FROM unnest(?::text[], ?::text[], ?::text[], ?::bytea[], ?::text[], ?::int4[], ?::int4[], ?::text[],
 			?::int8[], ?::int8[], ?::text[], ?::text[], ?::text[], ?::int8[], ?::int8[], ?::int8[])
-		ON CONFLICT DO NOTHING RETURNING id`),
-		ids, queues, tasks, payloads, headers, prio, maxAtt, retries, maxDelay, maxDur, keys, fps, actors, runAt, created, deadlines)
+		ON CONFLICT DO NOTHING RETURNING id, queue)
+		SELECT ins.id FROM ins, LATERAL (SELECT pg_notify(?, ins.queue)) AS n`),
+		ids, queues, tasks, payloads, headers, prio, maxAtt, retries, maxDelay, maxDur, keys, fps, actors, runAt, created, deadlines, e.channel)
 	if err != nil {
 		return nil, err
 	}

@@ -78,15 +78,11 @@ type taskLimit struct{ inFlight, perSecond int }
 // enqueueIn does the work of Enqueue on q and returns the queues that got
 // new jobs.
 func (e *Engine) enqueueIn(ctx context.Context, q Querier, reqs []core.EnqueueRequest) ([]core.EnqueueResult, []string, error) {
-	now, err := e.now(ctx, q)
+	now, limits, err := e.lockTaskLimits(ctx, q, reqs)
 	if err != nil {
 		return nil, nil, err
 	}
 	jobs, err := core.PrepareJobs(reqs, fromUS(now), e.limits)
-	if err != nil {
-		return nil, nil, err
-	}
-	limits, err := e.lockTaskLimits(ctx, q, jobs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -135,42 +131,42 @@ func (e *Engine) enqueueIn(ctx context.Context, q Querier, reqs []core.EnqueueRe
 	if err := e.checkTaskLimits(ctx, q, limits, newPerTask, now); err != nil {
 		return nil, nil, err
 	}
-	if len(queues) > 0 {
-		if err := e.d.Notify(ctx, e, q, queues); err != nil {
-			return nil, nil, err
-		}
-	}
 	return res, queues, nil
 }
 
-// lockTaskLimits reads (and, where the store locks rows, locks) the
-// limits of the batch's tasks, so that concurrent enqueues of a limited
-// task take turns.
-func (e *Engine) lockTaskLimits(ctx context.Context, q Querier, jobs []core.Job) (map[string]taskLimit, error) {
-	var tasks []any
+// lockTaskLimits reads the decision time and (locking them where the
+// store locks rows) the limits of the batch's tasks, in one query, so
+// that concurrent enqueues of a limited task take turns.
+func (e *Engine) lockTaskLimits(ctx context.Context, q Querier, reqs []core.EnqueueRequest) (int64, map[string]taskLimit, error) {
+	args := []any{e.NowArg()}
 	seen := map[string]bool{}
-	for _, j := range jobs {
-		if !seen[j.Task] {
-			seen[j.Task] = true
-			tasks = append(tasks, j.Task)
+	for _, r := range reqs {
+		if !seen[r.Task] {
+			seen[r.Task] = true
+			args = append(args, r.Task)
 		}
 	}
-	rows, err := q.Query(ctx, e.render("SELECT task, max_in_flight, max_enqueue_per_second FROM {s}task_configs WHERE task IN ("+
-		placeholders(len(tasks))+") AND (max_in_flight > 0 OR max_enqueue_per_second > 0) ORDER BY task"+e.d.LockRows()), tasks...)
+	rows, err := q.Query(ctx, e.render(`SELECT {now}, coalesce(c.task, ''), coalesce(c.max_in_flight, 0), coalesce(c.max_enqueue_per_second, 0)
+		FROM (SELECT 1 AS one) AS one LEFT JOIN (SELECT task, max_in_flight, max_enqueue_per_second FROM {s}task_configs
+			WHERE task IN (`+placeholders(len(args)-1)+`) AND (max_in_flight > 0 OR max_enqueue_per_second > 0)
+			ORDER BY task`+e.d.LockRows()+`) AS c ON 1 = 1`), args...)
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	defer rows.Close()
+	var now int64
 	out := map[string]taskLimit{}
 	for rows.Next() {
 		var task string
 		var l taskLimit
-		if err := rows.Scan(&task, &l.inFlight, &l.perSecond); err != nil {
-			return nil, err
+		if err := rows.Scan(&now, &task, &l.inFlight, &l.perSecond); err != nil {
+			return 0, nil, err
 		}
-		out[task] = l
+		if task != "" {
+			out[task] = l
+		}
 	}
-	return out, rows.Err()
+	return now, out, rows.Err()
 }
 
 // checkTaskLimits counts, after the insert, what the limits bound.

@@ -11,31 +11,19 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/boson-go/boson/conformance/testenv"
 )
 
 // DefaultPostgresURL is the server the project's machines run.
 const DefaultPostgresURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disable"
 
-// PostgresURL returns the server to test against: BOSON_TEST_POSTGRES_URL
-// or DefaultPostgresURL. When it does not answer the test skips, or fails
-// under BOSON_TEST_REQUIRE=all.
+// PostgresURL returns the server to test against, from the project's
+// service ladder (BOSON_TEST_POSTGRES_URL, a private server, a container),
+// or skips t (fails it under BOSON_TEST_REQUIRE=all).
 func PostgresURL(t testing.TB) string {
 	t.Helper()
-	url := os.Getenv("BOSON_TEST_POSTGRES_URL")
-	if url == "" {
-		url = DefaultPostgresURL
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	pool, err := pgxpool.New(ctx, url)
-	if err == nil {
-		err = pool.Ping(ctx)
-		pool.Close()
-	}
-	if err != nil {
-		Unavailable(t, "postgres at "+url+" does not answer: "+err.Error())
-	}
-	return url
+	return testenv.Postgres(t)
 }
 
 // Unavailable skips t, or fails it when BOSON_TEST_REQUIRE=all.
