@@ -19,8 +19,14 @@ import (
 
 func newSQLiteBackend(t testing.TB, clock core.Clock) core.QueueBackend {
 	t.Helper()
+	return openSQLiteBackend(t, clock, filepath.Join(t.TempDir(), "boson.db"), true)
+}
+
+// openSQLiteBackend opens (and migrates) the database file at path.
+func openSQLiteBackend(t testing.TB, clock core.Clock, path string, _ bool) core.QueueBackend {
+	t.Helper()
 	ctx := context.Background()
-	b, err := sqliteq.Open(ctx, filepath.Join(t.TempDir(), "boson.db"), sqliteq.Options{Clock: clock, Logger: quiet, PollInterval: 200 * time.Millisecond})
+	b, err := sqliteq.Open(ctx, path, sqliteq.Options{Clock: clock, Logger: quiet, PollInterval: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,6 +54,15 @@ func postgresURL() string {
 
 func newPostgresBackend(t testing.TB, clock core.Clock) core.QueueBackend {
 	t.Helper()
+	var r [6]byte
+	_, _ = rand.Read(r[:])
+	return openPostgresBackend(t, clock, "e2e_"+hex.EncodeToString(r[:]), true)
+}
+
+// openPostgresBackend opens (and migrates) a backend in schema; the owner
+// drops the schema at cleanup.
+func openPostgresBackend(t testing.TB, clock core.Clock, schema string, owner bool) core.QueueBackend {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cfg, err := pgxpool.ParseConfig(postgresURL())
@@ -60,9 +75,6 @@ func newPostgresBackend(t testing.TB, clock core.Clock) core.QueueBackend {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r [6]byte
-	_, _ = rand.Read(r[:])
-	schema := "e2e_" + hex.EncodeToString(r[:])
 	b, err := postgres.New(pool, postgres.Options{Schema: schema, Clock: clock, Logger: quiet, PollInterval: 200 * time.Millisecond})
 	if err != nil {
 		pool.Close()
@@ -72,8 +84,10 @@ func newPostgresBackend(t testing.TB, clock core.Clock) core.QueueBackend {
 		_ = b.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if _, err := pool.Exec(ctx, `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`); err != nil {
-			t.Logf("drop schema %s: %v", schema, err)
+		if owner {
+			if _, err := pool.Exec(ctx, `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`); err != nil {
+				t.Logf("drop schema %s: %v", schema, err)
+			}
 		}
 		pool.Close()
 	})

@@ -43,6 +43,13 @@ func requireService(t testing.TB, service, addr string) {
 
 func newRedisBackend(t testing.TB, clock core.Clock) core.QueueBackend {
 	t.Helper()
+	return openRedisBackend(t, clock, uniqueName("r"), true)
+}
+
+// openRedisBackend opens a backend on prefix; the owner deletes its keys
+// at cleanup.
+func openRedisBackend(t testing.TB, clock core.Clock, prefix string, owner bool) core.QueueBackend {
+	t.Helper()
 	url := os.Getenv("BOSON_TEST_REDIS_URL")
 	if url == "" {
 		url = "redis://127.0.0.1:6379/0"
@@ -53,17 +60,18 @@ func newRedisBackend(t testing.TB, clock core.Clock) core.QueueBackend {
 	}
 	requireService(t, "redis", opt.Addr)
 	c := redis.NewClient(opt)
-	prefix := uniqueName("r")
 	b, err := redisq.New(c, redisq.Options{Prefix: prefix, Clock: clock, Logger: quiet, PollInterval: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		_ = b.Close()
-		ctx := context.Background()
-		iter := c.Scan(ctx, 0, "{"+prefix+"*", 1000).Iterator()
-		for iter.Next(ctx) {
-			c.Del(ctx, iter.Val())
+		if owner {
+			ctx := context.Background()
+			iter := c.Scan(ctx, 0, "{"+prefix+"*", 1000).Iterator()
+			for iter.Next(ctx) {
+				c.Del(ctx, iter.Val())
+			}
 		}
 		_ = c.Close()
 	})
@@ -71,6 +79,13 @@ func newRedisBackend(t testing.TB, clock core.Clock) core.QueueBackend {
 }
 
 func newNATSBackend(t testing.TB, clock core.Clock) core.QueueBackend {
+	t.Helper()
+	return openNATSBackend(t, clock, uniqueName("n"), true)
+}
+
+// openNATSBackend opens a backend on namespace ns; the owner deletes the
+// namespace at cleanup.
+func openNATSBackend(t testing.TB, clock core.Clock, ns string, owner bool) core.QueueBackend {
 	t.Helper()
 	url := os.Getenv("BOSON_TEST_NATS_URL")
 	if url == "" {
@@ -85,7 +100,6 @@ func newNATSBackend(t testing.TB, clock core.Clock) core.QueueBackend {
 	if err != nil {
 		t.Fatalf("connect %s: %v", url, err)
 	}
-	ns := uniqueName("n")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// The server sometimes refuses to create a stream while many tests
@@ -97,7 +111,9 @@ func newNATSBackend(t testing.TB, clock core.Clock) core.QueueBackend {
 			break
 		}
 		t.Logf("natsq.New (attempt %d): %v", attempt, err)
-		_ = natsq.DeleteNamespace(ctx, nc, ns)
+		if owner {
+			_ = natsq.DeleteNamespace(ctx, nc, ns)
+		}
 		time.Sleep(time.Duration(attempt) * 100 * time.Millisecond)
 	}
 	if err != nil {
@@ -108,7 +124,9 @@ func newNATSBackend(t testing.TB, clock core.Clock) core.QueueBackend {
 		_ = b.Close()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_ = natsq.DeleteNamespace(ctx, nc, ns)
+		if owner {
+			_ = natsq.DeleteNamespace(ctx, nc, ns)
+		}
 		nc.Close()
 	})
 	return b
