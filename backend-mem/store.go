@@ -129,9 +129,9 @@ func (s *store) pair(queue, task string) *stateCounts {
 // Every change of a job follows one pattern, which keeps the indexes right:
 //
 //	old := r.job.State
-//	s.detach(r)      // out of every heap
-//	...change r.job...
-//	s.attach(r, old, now) // into the heaps its new state calls for; counters move
+//	s.detach(r)           // out of every heap
+//	...change r.job...    // state, RunAt, lease, FinishedAt: the heap keys
+//	s.attach(r, old, now) // into the heaps the new state calls for; counters move
 //
 // A brand-new job is attached with old = "".
 
