@@ -46,7 +46,7 @@ func (b *Backend) Claim(ctx context.Context, req core.ClaimRequest) ([]core.Job,
 		}
 		if r.job.RunAt.After(now) {
 			// Only when the clock moved back: the job is no longer due.
-			q.scheduled.add(r)
+			s.fileScheduled(r)
 			continue
 		}
 		if reason, passed := core.DeadlinePassed(r.job, now); passed {

@@ -52,6 +52,7 @@ func (b *Backend) Heartbeat(ctx context.Context, lease core.Lease, ttl time.Dura
 		s.cancel(r, reason, now)
 		return core.Lease{}, fmt.Errorf("%w: job %s: %s", core.ErrLeaseLost, lease.JobID, reason)
 	}
+	// Only the lease heap's key changes, so a fix stands in for detach/attach.
 	r.job.Lease.ExpiresAt = now.Add(ttl)
 	s.leases.fix(r)
 	return r.job.Lease, nil

@@ -166,10 +166,7 @@ func (s *store) attach(r *jobRec, old core.JobState, now time.Time) {
 	switch {
 	case j.State == core.StateQueued || j.State == core.StateSleeping:
 		if j.RunAt.After(now) {
-			q.scheduled.add(r)
-			if s.scheduled != nil {
-				s.scheduled(j.Queue, q, j.RunAt)
-			}
+			s.fileScheduled(r)
 		} else {
 			q.ready.add(r)
 		}
@@ -182,6 +179,15 @@ func (s *store) attach(r *jobRec, old core.JobState, now time.Time) {
 		s.finished.add(r)
 		q.finished.add(r)
 		s.signal(j.Queue)
+	}
+}
+
+// fileScheduled puts a queued or sleeping job that is not yet due in its
+// queue's scheduled heap.
+func (s *store) fileScheduled(r *jobRec) {
+	r.q.scheduled.add(r)
+	if s.scheduled != nil {
+		s.scheduled(r.job.Queue, r.q, r.job.RunAt)
 	}
 }
 
