@@ -232,7 +232,7 @@ func (w *Worker) claimLoop(wake <-chan struct{}, unsubscribe func()) {
 				break
 			}
 			q := w.queues[(next+i)%len(w.queues)]
-			if w.claim(q, free) > 0 {
+			if w.claim(q, min(free, maxClaim)) > 0 {
 				claimed = true
 			}
 		}
@@ -287,6 +287,9 @@ func (w *Worker) subscribe() (<-chan struct{}, func()) {
 		subs.Wait()
 	}
 }
+
+// maxClaim bounds one claim call, far below any backend's batch limit.
+const maxClaim = 1000
 
 // claim takes up to free jobs of q and starts them; it returns how many.
 func (w *Worker) claim(q queueSource, free int) int {
@@ -364,17 +367,9 @@ func (w *Worker) Rescue(ctx context.Context) (core.RescueResult, error) {
 
 // backends returns the distinct backends of the served queues.
 func (w *Worker) backends() []core.QueueBackend {
-	var out []core.QueueBackend
+	var bs []core.QueueBackend
 	for _, q := range w.queues {
-		dup := false
-		for _, b := range out {
-			if b == q.b {
-				dup = true
-			}
-		}
-		if !dup {
-			out = append(out, q.b)
-		}
+		bs = append(bs, q.b)
 	}
-	return out
+	return distinct(bs)
 }
