@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/boson-go/boson/backend-sql/internal/sqltest"
 	"github.com/boson-go/boson/backend-sql/sqliteq"
@@ -15,7 +16,9 @@ import (
 func TestMain(m *testing.M) {
 	if os.Getenv(sqltest.EnvWorker) != "" {
 		os.Exit(sqltest.WorkerMain(func(ctx context.Context, path string) (core.QueueBackend, error) {
-			return sqliteq.Open(ctx, path, sqliteq.Options{})
+			// The race detector slows the transpiled SQLite engine many times
+			// over; give lock waits the room a lease TTL of minutes allows.
+			return sqliteq.Open(ctx, path, sqliteq.Options{MaxBusyWait: 30 * time.Second})
 		}, "mp"))
 	}
 	os.Exit(m.Run())

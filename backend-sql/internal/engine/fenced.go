@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/boson-go/boson/core"
@@ -78,10 +79,37 @@ func (e *Engine) Heartbeat(ctx context.Context, lease core.Lease, ttl time.Durat
 	if ttl <= 0 {
 		return core.Lease{}, fmt.Errorf("%w: ttl: %v must be positive", core.ErrInvalidArgument, ttl)
 	}
+	// Fast path: one statement extends a lease that is held and within
+	// its deadline. Anything else takes the careful path below.
 	var out core.Lease
+	extended := false
+	err := e.st.WriteOne(ctx, func(q Querier) error {
+		rows, err := q.Query(ctx, e.render(`UPDATE {s}jobs SET lease_expires_at = {now} + ?
+			WHERE id = ? AND state = 'running' AND token = ? AND (deadline_at IS NULL OR deadline_at > {now})
+			RETURNING worker_id, lease_expires_at`), e.NowArg(), ceilUS(ttl), lease.JobID, lease.Token, e.NowArg())
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		if rows.Next() {
+			var exp int64
+			if err := rows.Scan(&out.WorkerID, &exp); err != nil {
+				return err
+			}
+			out.JobID, out.Token, out.ExpiresAt = lease.JobID, lease.Token, fromUS(exp)
+			extended = true
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return core.Lease{}, e.wrap("heartbeat", err)
+	}
+	if extended {
+		return out, nil
+	}
 	var cancelled string
 	var queue string
-	err := e.st.WriteTx(ctx, func(q Querier) error {
+	err = e.st.WriteTx(ctx, func(q Querier) error {
 		cancelled = ""
 		j, now, err := e.lockFenced(ctx, q, lease)
 		if err != nil {
@@ -167,40 +195,55 @@ func (e *Engine) Complete(ctx context.Context, items []core.Completion) ([]error
 	return errs, nil
 }
 
-// CompleteSQL is the portable per-item completion for stores without a
-// batched form; q is one write transaction.
+// CompleteSQL is the portable batched completion for stores without a
+// single-statement form; q is one write transaction. Each chunk of up to
+// 300 items costs two statements: an UPDATE ... FROM (VALUES ...) of the
+// jobs, returning the accepted ones, and an UPDATE of their runs.
 func (e *Engine) CompleteSQL(ctx context.Context, q Querier, items []core.Completion, now int64) ([]bool, []string, error) {
 	ok := make([]bool, len(items))
+	index := make(map[string]int, len(items))
+	for k, it := range items {
+		index[it.Lease.JobID] = k
+	}
 	var queues []string
 	seen := map[string]bool{}
-	for k, it := range items {
-		rows, err := q.Query(ctx, e.render("UPDATE {s}jobs SET state = 'succeeded', result = ?, finished_at = ? WHERE id = ? AND state = 'running' AND token = ? RETURNING queue"),
-			nullBytes(it.Result), now, it.Lease.JobID, it.Lease.Token)
+	const chunk = 300
+	for start := 0; start < len(items); start += chunk {
+		part := items[start:min(start+chunk, len(items))]
+		args := make([]any, 0, 1+3*len(part))
+		args = append(args, now)
+		for _, it := range part {
+			args = append(args, it.Lease.JobID, it.Lease.Token, nullBytes(it.Result))
+		}
+		values := strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", len(part)), ", ")
+		var done []any
+		err := e.scanAll(ctx, q, `UPDATE {s}jobs SET state = 'succeeded', result = v.column3, finished_at = ?
+			FROM (VALUES `+values+`) AS v
+			WHERE {s}jobs.id = v.column1 AND {s}jobs.token = v.column2 AND {s}jobs.state = 'running'
+			RETURNING {s}jobs.id, {s}jobs.token, {s}jobs.queue`, args, func(rows Rows) error {
+			var id, queue string
+			var token int64
+			if err := rows.Scan(&id, &token, &queue); err != nil {
+				return err
+			}
+			ok[index[id]] = true
+			done = append(done, id, token)
+			if !seen[queue] {
+				seen[queue] = true
+				queues = append(queues, queue)
+			}
+			return nil
+		})
 		if err != nil {
 			return nil, nil, err
 		}
-		var queue string
-		if rows.Next() {
-			if err := rows.Scan(&queue); err != nil {
-				rows.Close()
-				return nil, nil, err
-			}
-			ok[k] = true
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, nil, err
-		}
-		if !ok[k] {
+		if len(done) == 0 {
 			continue
 		}
-		if _, err := q.Exec(ctx, e.render("UPDATE {s}runs SET status = 'succeeded', finished_at = ? WHERE job_id = ? AND token = ? AND status = 'running'"),
-			now, it.Lease.JobID, it.Lease.Token); err != nil {
+		pairs := strings.TrimSuffix(strings.Repeat("(?, ?), ", len(done)/2), ", ")
+		if _, err := q.Exec(ctx, e.render(`UPDATE {s}runs SET status = 'succeeded', finished_at = ?
+			WHERE status = 'running' AND (job_id, token) IN (VALUES `+pairs+`)`), append([]any{now}, done...)...); err != nil {
 			return nil, nil, err
-		}
-		if !seen[queue] {
-			seen[queue] = true
-			queues = append(queues, queue)
 		}
 	}
 	return ok, queues, nil

@@ -25,6 +25,10 @@ type Store interface {
 	// a transient lock conflict that rolled the transaction back, so fn
 	// must not keep state across calls.
 	WriteTx(ctx context.Context, fn func(q Querier) error) error
+	// WriteOne runs fn, which issues one statement, atomically: stores
+	// whose single statements are atomic run it without an explicit
+	// transaction (one round trip); the others use WriteTx.
+	WriteOne(ctx context.Context, fn func(q Querier) error) error
 	// Reader runs read-only statements outside any write transaction.
 	Reader() Querier
 	// Close releases what the store owns.

@@ -44,6 +44,11 @@ func (s *PgxStore) WriteTx(ctx context.Context, fn func(Querier) error) error {
 	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error { return fn(PgxQuerier{tx}) })
 }
 
+// WriteOne implements Store: a single statement on the pool.
+func (s *PgxStore) WriteOne(ctx context.Context, fn func(Querier) error) error {
+	return fn(PgxQuerier{s.Pool})
+}
+
 // Reader implements Store.
 func (s *PgxStore) Reader() Querier { return PgxQuerier{s.Pool} }
 

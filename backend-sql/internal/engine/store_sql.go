@@ -100,6 +100,12 @@ func (s *SQLStore) once(ctx context.Context, fn func(Querier) error) error {
 	return nil
 }
 
+// WriteOne implements Store with WriteTx: every write goes through the
+// single writer.
+func (s *SQLStore) WriteOne(ctx context.Context, fn func(Querier) error) error {
+	return s.WriteTx(ctx, fn)
+}
+
 // Reader implements Store.
 func (s *SQLStore) Reader() Querier { return SQLQuerier{s.R} }
 

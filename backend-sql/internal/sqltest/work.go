@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -17,20 +18,29 @@ import (
 const (
 	EnvWorker = "BOSON_SQL_TEST_WORKER"
 	EnvTarget = "BOSON_SQL_TEST_TARGET"
+	// EnvBarrier is a directory: a worker writes ready-NAME there once
+	// its store is open and starts when the file "go" appears.
+	EnvBarrier = "BOSON_SQL_TEST_BARRIER"
 )
 
 // Drain claims and completes jobs of queue in batches until no job of
 // the queue is queued, running or sleeping, and returns how many it
-// completed. It is the body of one worker process.
+// completed. It is the body of one worker process. Like a real worker it
+// tries again after a failed call (up to 20 failures in a row).
 func Drain(ctx context.Context, b core.QueueBackend, queue, worker string, batch int) (int, error) {
 	sig, stop, _ := core.SubscribeQueue(b, queue)
 	defer stop()
-	done := 0
+	done, failures := 0, 0
+	const maxFailures = 20
 	for {
 		jobs, err := b.Claim(ctx, core.ClaimRequest{Queue: queue, WorkerID: worker, Limit: batch, LeaseTTL: 5 * time.Minute})
 		if err != nil {
-			return done, fmt.Errorf("claim: %w", err)
+			if failures++; failures > maxFailures {
+				return done, fmt.Errorf("claim: %w", err)
+			}
+			continue
 		}
+		failures = 0
 		if len(jobs) == 0 {
 			n, err := b.CountJobs(ctx, core.JobFilter{Queue: queue, States: []core.JobState{core.StateQueued, core.StateRunning, core.StateSleeping}})
 			if err != nil {
@@ -52,10 +62,16 @@ func Drain(ctx context.Context, b core.QueueBackend, queue, worker string, batch
 		for i, j := range jobs {
 			items[i] = core.Completion{Lease: j.Lease, Result: []byte(worker)}
 		}
+		// A failed call changed nothing (its transaction rolled back) or
+		// everything; either way the same leases complete it now.
 		errs, err := b.Complete(ctx, items)
-		if err != nil {
-			return done, fmt.Errorf("complete: %w", err)
+		for err != nil {
+			if failures++; failures > maxFailures {
+				return done, fmt.Errorf("complete: %w", err)
+			}
+			errs, err = b.Complete(ctx, items)
 		}
+		failures = 0
 		for i, e := range errs {
 			if e != nil {
 				return done, fmt.Errorf("complete %s: %w", items[i].Lease.JobID, e)
@@ -71,18 +87,37 @@ func Drain(ctx context.Context, b core.QueueBackend, queue, worker string, batch
 // returns the sum of the counts they print on their last line.
 func RunWorkers(t *testing.T, n int, target string) int {
 	t.Helper()
+	barrier := t.TempDir()
 	var wg sync.WaitGroup
 	outs := make([]string, n)
 	errs := make([]error, n)
 	for i := range n {
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), EnvWorker+"="+fmt.Sprintf("w%d", i), EnvTarget+"="+target, EnvBarrier+"="+barrier)
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			cmd := exec.Command(os.Args[0], "-test.run=^$")
-			cmd.Env = append(os.Environ(), EnvWorker+"="+fmt.Sprintf("w%d", i), EnvTarget+"="+target)
-			out, err := cmd.CombinedOutput()
-			outs[i], errs[i] = string(out), err
+			errs[i] = cmd.Wait()
+			outs[i] = out.String()
 		}()
+	}
+	// Start the work only when every worker has opened the store, so
+	// that all of them compete for the jobs.
+	waitFiles(barrier, n, func() bool {
+		for i := range n {
+			if errs[i] != nil {
+				return true
+			}
+		}
+		return false
+	})
+	if err := os.WriteFile(filepath.Join(barrier, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	wg.Wait()
 	total := 0
@@ -101,6 +136,17 @@ func RunWorkers(t *testing.T, n int, target string) int {
 	return total
 }
 
+// waitFiles waits until dir holds n files named ready-*, or stop says so.
+func waitFiles(dir string, n int, stop func() bool) {
+	for !stop() {
+		m, _ := filepath.Glob(filepath.Join(dir, "ready-*"))
+		if len(m) >= n {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
 // WorkerMain runs one worker process on the backend open returns, prints
 // "completed N" and returns the exit code.
 func WorkerMain(open func(ctx context.Context, target string) (core.QueueBackend, error), queue string) int {
@@ -112,6 +158,22 @@ func WorkerMain(open func(ctx context.Context, target string) (core.QueueBackend
 		return 1
 	}
 	defer b.Close()
+	if dir := os.Getenv(EnvBarrier); dir != "" {
+		if err := os.WriteFile(filepath.Join(dir, "ready-"+os.Getenv(EnvWorker)), nil, 0o644); err != nil {
+			fmt.Println("barrier:", err)
+			return 1
+		}
+		for {
+			if _, err := os.Stat(filepath.Join(dir, "go")); err == nil {
+				break
+			}
+			if ctx.Err() != nil {
+				fmt.Println("barrier:", ctx.Err())
+				return 1
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
 	n, err := Drain(ctx, b, queue, os.Getenv(EnvWorker), 100)
 	if err != nil {
 		fmt.Println("drain:", err)
