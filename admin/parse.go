@@ -1,0 +1,258 @@
+package admin
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/boson-go/boson/core"
+)
+
+func invalidf(field, format string, args ...any) error {
+	return &core.ValidationError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// parseFilter turns query parameters into a job filter: queue, task,
+// state (repeatable or comma-separated), limit (default [DefaultLimit], at
+// most [MaxLimit]), cursor and order ("asc" or "desc"). Unknown parameters
+// are refused so that a typo does not silently widen a listing.
+func parseFilter(q url.Values) (core.JobFilter, error) {
+	f := core.JobFilter{Limit: DefaultLimit}
+	for k := range q {
+		switch k {
+		case "queue", "task", "state", "limit", "cursor", "order":
+		default:
+			return f, invalidf(k, "is not a known parameter (queue, task, state, limit, cursor, order)")
+		}
+	}
+	for _, k := range []string{"queue", "task", "limit", "cursor", "order"} {
+		if len(q[k]) > 1 {
+			return f, invalidf(k, "is given %d times", len(q[k]))
+		}
+	}
+	f.Queue = q.Get("queue")
+	f.Task = q.Get("task")
+	f.Cursor = q.Get("cursor")
+	seen := map[core.JobState]bool{}
+	for _, v := range q["state"] {
+		for _, s := range strings.Split(v, ",") {
+			if s = strings.TrimSpace(s); s == "" {
+				continue
+			}
+			st, err := core.ParseJobState(s)
+			if err != nil {
+				return f, invalidf("state", "%q is not a job state", s)
+			}
+			if !seen[st] {
+				seen[st] = true
+				f.States = append(f.States, st)
+			}
+		}
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxLimit {
+			return f, invalidf("limit", "%q must be a whole number in [1, %d]", v, MaxLimit)
+		}
+		f.Limit = n
+	}
+	switch q.Get("order") {
+	case "", "asc":
+	case "desc":
+		f.Desc = true
+	default:
+		return f, invalidf("order", "%q must be asc or desc", q.Get("order"))
+	}
+	if f.Cursor != "" {
+		if err := core.ValidateName("cursor", f.Cursor); err != nil {
+			return f, err
+		}
+	}
+	if err := core.ValidateJobFilter(f); err != nil {
+		return f, err
+	}
+	return f, nil
+}
+
+// decodeStrict decodes exactly one JSON value into v, refusing unknown
+// fields and trailing data.
+func decodeStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		if errors.Is(err, io.EOF) {
+			return invalidf("body", "is empty; a JSON object is required")
+		}
+		return invalidf("body", "%s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	if dec.More() {
+		return invalidf("body", "has data after the JSON value")
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return invalidf("body", "has data after the JSON value")
+	}
+	return nil
+}
+
+// duration is a Go duration string in JSON, such as "1m30s".
+type duration time.Duration
+
+// UnmarshalJSON accepts a duration string; numbers are refused because
+// their unit would be ambiguous.
+func (d *duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("a duration must be a string such as \"1m30s\"")
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration such as \"1m30s\"", s)
+	}
+	if v < 0 {
+		return fmt.Errorf("%q must not be negative", s)
+	}
+	*d = duration(v)
+	return nil
+}
+
+type retryBody struct {
+	Initial duration `json:"initial"`
+	Factor  float64  `json:"factor"`
+	Max     duration `json:"max"`
+	Jitter  float64  `json:"jitter"`
+}
+
+func (r *retryBody) policy() core.RetryPolicy {
+	if r == nil {
+		return core.RetryPolicy{}
+	}
+	return core.RetryPolicy{Initial: time.Duration(r.Initial), Factor: r.Factor, Max: time.Duration(r.Max), Jitter: r.Jitter}
+}
+
+type cancelBody struct {
+	MaxDelay    duration `json:"max_delay"`
+	MaxDuration duration `json:"max_duration"`
+}
+
+// enqueueBody is the JSON body of POST /api/v1/jobs.
+type enqueueBody struct {
+	Task           string            `json:"task"`
+	Queue          string            `json:"queue"`
+	Payload        json.RawMessage   `json:"payload"`
+	PayloadBase64  *string           `json:"payload_base64"`
+	Headers        map[string]string `json:"headers"`
+	Priority       int               `json:"priority"`
+	RunAt          *time.Time        `json:"run_at"`
+	Delay          *duration         `json:"delay"`
+	MaxAttempts    int               `json:"max_attempts"`
+	IdempotencyKey string            `json:"idempotency_key"`
+	Retry          *retryBody        `json:"retry"`
+	Cancel         *cancelBody       `json:"cancel"`
+}
+
+// parseEnqueue turns an enqueue body into a request validated by core.
+// now is the handler's clock reading, used to turn a delay into a run-at.
+// actor is recorded on the job.
+func parseEnqueue(data []byte, now time.Time, actor string, l core.Limits) (core.EnqueueRequest, error) {
+	var b enqueueBody
+	if err := decodeStrict(data, &b); err != nil {
+		return core.EnqueueRequest{}, err
+	}
+	req := core.EnqueueRequest{
+		Task: b.Task, Queue: b.Queue, Headers: b.Headers, Priority: b.Priority,
+		MaxAttempts: b.MaxAttempts, IdempotencyKey: b.IdempotencyKey, Retry: b.Retry.policy(), Actor: actor,
+	}
+	if b.Payload != nil && b.PayloadBase64 != nil {
+		return req, invalidf("payload", "give payload or payload_base64, not both")
+	}
+	switch {
+	case b.PayloadBase64 != nil:
+		p, err := base64.StdEncoding.DecodeString(*b.PayloadBase64)
+		if err != nil {
+			return req, invalidf("payload_base64", "is not standard base64")
+		}
+		req.Payload = p
+	case len(b.Payload) > 0 && string(b.Payload) != "null":
+		var buf bytes.Buffer
+		if err := json.Compact(&buf, b.Payload); err != nil {
+			return req, invalidf("payload", "is not valid JSON")
+		}
+		req.Payload = buf.Bytes()
+	}
+	if b.RunAt != nil && b.Delay != nil {
+		return req, invalidf("run_at", "give run_at or delay, not both")
+	}
+	if b.RunAt != nil {
+		req.RunAt = b.RunAt.UTC()
+	}
+	if b.Delay != nil && *b.Delay > 0 {
+		req.RunAt = now.Add(time.Duration(*b.Delay)).UTC()
+	}
+	if b.Cancel != nil {
+		req.Cancel = core.CancellationPolicy{MaxDelay: time.Duration(b.Cancel.MaxDelay), MaxDuration: time.Duration(b.Cancel.MaxDuration)}
+	}
+	if err := core.ValidateRequest(req, l); err != nil {
+		return req, err
+	}
+	return req, nil
+}
+
+// taskConfigBody is the JSON body of PUT /api/v1/tasks/{task}/config.
+type taskConfigBody struct {
+	Task                string     `json:"task"`
+	MaxInFlight         int        `json:"max_in_flight"`
+	MaxEnqueuePerSecond int        `json:"max_enqueue_per_second"`
+	Queue               string     `json:"queue"`
+	Priority            int        `json:"priority"`
+	MaxAttempts         int        `json:"max_attempts"`
+	Retry               *retryBody `json:"retry"`
+}
+
+// parseTaskConfig turns a task config body into a validated config for
+// task; a task named in the body must match the path.
+func parseTaskConfig(data []byte, task string) (core.TaskConfig, error) {
+	var b taskConfigBody
+	if err := decodeStrict(data, &b); err != nil {
+		return core.TaskConfig{}, err
+	}
+	if b.Task != "" && b.Task != task {
+		return core.TaskConfig{}, invalidf("task", "%q differs from the task %q in the path", b.Task, task)
+	}
+	c := core.TaskConfig{Task: task, MaxInFlight: b.MaxInFlight, MaxEnqueuePerSecond: b.MaxEnqueuePerSecond,
+		Queue: b.Queue, Priority: b.Priority, MaxAttempts: b.MaxAttempts, Retry: b.Retry.policy()}
+	if err := core.ValidateTaskConfig(c); err != nil {
+		return core.TaskConfig{}, err
+	}
+	return c, nil
+}
+
+// cancelReqBody is the optional JSON body of a cancel.
+type cancelReqBody struct {
+	Reason string `json:"reason"`
+}
+
+func parseCancel(data []byte) (string, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return "", nil
+	}
+	var b cancelReqBody
+	if err := decodeStrict(data, &b); err != nil {
+		return "", err
+	}
+	if len(b.Reason) > 1024 {
+		return "", invalidf("reason", "is %d bytes, the limit is 1024", len(b.Reason))
+	}
+	return core.TruncateError(b.Reason), nil
+}

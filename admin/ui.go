@@ -1,0 +1,204 @@
+package admin
+
+import (
+	"crypto/subtle"
+	"errors"
+	"net/http"
+	"net/url"
+
+	"github.com/boson-go/boson/core"
+)
+
+func (h *Handler) uiRoutes() []route {
+	ui := func(method, pattern string, perm Permission, f func(http.ResponseWriter, *http.Request, params)) route {
+		return route{method: method, pattern: pattern, perm: perm, serve: f}
+	}
+	rs := []route{
+		ui("GET", "/static/{file}", PermNone, h.serveStatic),
+		ui("GET", "/", PermRead, h.uiQueues),
+		ui("GET", "/jobs", PermRead, h.uiJobs),
+		ui("GET", "/jobs/{id}", PermRead, h.uiJob),
+		ui("GET", "/tasks", PermRead, h.uiTasks),
+		ui("POST", "/jobs/{id}/cancel", PermAdmin, h.uiCancel),
+		ui("POST", "/jobs/{id}/retry", PermAdmin, h.uiRetry),
+		ui("POST", "/queues/{queue}/pause", PermAdmin, h.uiPause),
+		ui("POST", "/queues/{queue}/resume", PermAdmin, h.uiResume),
+	}
+	if h.opts.Auth.mode == authTokens {
+		rs = append(rs,
+			ui("GET", "/login", PermNone, h.uiLoginForm),
+			ui("POST", "/login", PermNone, h.uiLogin),
+			ui("POST", "/logout", PermNone, h.uiLogout),
+		)
+	}
+	return rs
+}
+
+func (h *Handler) uiQueues(w http.ResponseWriter, r *http.Request, _ params) {
+	qs, err := h.st.listQueues(r.Context())
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, "queues", h.newView(r, qs))
+}
+
+// jobsData is what the job list page shows.
+type jobsData struct {
+	Filter core.JobFilter
+	State  string
+	Order  string
+	Jobs   []core.Job
+	// NextQuery is the query string of the next page, empty on the last.
+	NextQuery string
+	// FirstQuery is the query string of the first page with the same filters.
+	FirstQuery string
+}
+
+func (h *Handler) uiJobs(w http.ResponseWriter, r *http.Request, _ params) {
+	q := r.URL.Query()
+	// Empty fields of the filter form mean "any".
+	for k, vs := range q {
+		if len(vs) == 1 && vs[0] == "" {
+			q.Del(k)
+		}
+	}
+	f, err := parseFilter(q)
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	page, err := h.st.listJobs(r.Context(), f)
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	d := jobsData{Filter: f, State: q.Get("state"), Order: q.Get("order"), Jobs: page.Jobs}
+	first := url.Values{}
+	for k, vs := range q {
+		if k != "cursor" {
+			first[k] = vs
+		}
+	}
+	d.FirstQuery = first.Encode()
+	if page.Next != "" {
+		next := url.Values{}
+		for k, vs := range first {
+			next[k] = vs
+		}
+		next.Set("cursor", page.Next)
+		d.NextQuery = next.Encode()
+	}
+	h.render(w, r, http.StatusOK, "jobs", h.newView(r, d))
+}
+
+// jobData is what the job page shows.
+type jobData struct {
+	Job         core.Job
+	Runs        []core.Run
+	Checkpoints []core.Checkpoint
+}
+
+func (h *Handler) uiJob(w http.ResponseWriter, r *http.Request, p params) {
+	id, err := jobID(p)
+	var b core.QueueBackend
+	var d jobData
+	if err == nil {
+		b, d.Job, err = h.st.findJob(r.Context(), id)
+	}
+	if err == nil {
+		d.Runs, err = b.ListRuns(r.Context(), id)
+	}
+	if err == nil {
+		d.Checkpoints, err = b.Checkpoints(r.Context(), id)
+	}
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, "job", h.newView(r, d))
+}
+
+func (h *Handler) uiTasks(w http.ResponseWriter, r *http.Request, _ params) {
+	ts, err := h.tasks(r)
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	h.render(w, r, http.StatusOK, "tasks", h.newView(r, ts))
+}
+
+// checkForm parses a dashboard form and checks its CSRF token.
+func (h *Handler) checkForm(r *http.Request) error {
+	if err := r.ParseForm(); err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return err
+		}
+		return invalidf("form", "cannot be parsed")
+	}
+	tok := r.PostForm.Get("csrf")
+	if subtle.ConstantTimeCompare([]byte(tok), []byte(h.csrf)) != 1 {
+		return errorf(http.StatusForbidden, "csrf", "the form's CSRF token is missing or stale; reload the page and try again")
+	}
+	return nil
+}
+
+// seeOther redirects with a relative Location, which browsers resolve
+// against the URL they asked for, so that redirects work under any prefix.
+func seeOther(w http.ResponseWriter, location string) {
+	w.Header().Set("Location", location)
+	w.WriteHeader(http.StatusSeeOther)
+}
+
+func (h *Handler) uiCancel(w http.ResponseWriter, r *http.Request, p params) {
+	id, err := jobID(p)
+	if err == nil {
+		err = h.checkForm(r)
+	}
+	if err == nil {
+		_, err = h.cancelJob(r, id, "")
+	}
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	seeOther(w, "../"+url.PathEscape(id))
+}
+
+func (h *Handler) uiRetry(w http.ResponseWriter, r *http.Request, p params) {
+	id, err := jobID(p)
+	if err == nil {
+		err = h.checkForm(r)
+	}
+	if err == nil {
+		_, err = h.retryJob(r, id)
+	}
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	seeOther(w, "../"+url.PathEscape(id))
+}
+
+func (h *Handler) uiPause(w http.ResponseWriter, r *http.Request, p params) {
+	h.uiSetPaused(w, r, p, true)
+}
+func (h *Handler) uiResume(w http.ResponseWriter, r *http.Request, p params) {
+	h.uiSetPaused(w, r, p, false)
+}
+
+func (h *Handler) uiSetPaused(w http.ResponseWriter, r *http.Request, p params, paused bool) {
+	q, err := queueName(p)
+	if err == nil {
+		err = h.checkForm(r)
+	}
+	if err == nil {
+		err = h.setPaused(r, q, paused)
+	}
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	seeOther(w, "../../")
+}
