@@ -41,7 +41,7 @@
 //	{p:q}:cp     hash      "<id>|<step>|v" value, "<id>|<step>|c" time
 //	{p:q}:cpx    zset lex  "<id>|<step>"
 //	{p:q}:conf   hash      paused, retention, cleanup_limit
-//	{p:q}:rstat  hash      "<task>|<run status>" counts, "<task>|rt" run time µs
+//	{p:q}:rstat  hash      "<task>|<run status>" counts of finished runs, "<task>|rt" run time µs
 //
 // Keys that span queues share the tag {prefix}: {p}:queues (the set of
 // queues), {p}:tasks (task configs as JSON) and {p}:jobq (job id -> queue).

@@ -5,7 +5,7 @@ package redisq
 // one call. Due jobs past a cancellation deadline are cancelled on the way
 // and do not count. ARGV: now, channel, worker, limit, ttl (µs), run ids...
 // It returns {'ok', now, job...} where each job is {id, fields...}.
-const luaClaim = luaLib + `
+const luaClaim = `
 local k = keys(1)
 local now = now_us()
 local nows = fmt(now)
@@ -14,13 +14,17 @@ local out = {'ok', nows}
 if redis.call('HGET', k.conf, 'paused') == '1' then return out end
 
 local due = redis.call('ZRANGEBYSCORE', k.sched, '-inf', nows, 'LIMIT', 0, 5000 + limit)
-for _, id in ipairs(due) do
-  local v = redis.call('HMGET', k.job, id .. '|st', id .. '|pr', id .. '|ra')
-  if v[1] == 'queued' or v[1] == 'sleeping' then
-    schedule(k, id, v[2], v[3], now)
-  else
-    redis.call('ZREM', k.sched, id)
+if #due > 0 then
+  for _, id in ipairs(due) do
+    local j = load(k, id)
+    if j and (j.st == 'queued' or j.st == 'sleeping') and not set(j.rk) then
+      local m = readykey(id, j.pr, j.ra)
+      later('ZADD', k.ready, 0, m)
+      jset(k, id, 'rk', m)
+    end
   end
+  bulk('ZREM', k.sched, due)
+  flush()
 end
 
 local got, ri = 0, 6
@@ -28,34 +32,36 @@ local cancelled = false
 while got < limit do
   local ms = redis.call('ZRANGEBYLEX', k.ready, '-', '+', 'LIMIT', 0, limit - got)
   if #ms == 0 then break end
+  bulk('ZREM', k.ready, ms)
   for _, m in ipairs(ms) do
-    redis.call('ZREM', k.ready, m)
     local id = string.sub(m, 25)
-    local v = redis.call('HMGET', k.job, id .. '|st', id .. '|ra', id .. '|t', id .. '|a', id .. '|lt', id .. '|fs', id .. '|pr', id .. '|rk')
-    local st, task = v[1], v[3]
-    if v[8] == m then redis.call('HDEL', k.job, id .. '|rk') end
-    if (st == 'queued' or st == 'sleeping') and v[8] == m then
-      if tonumber(v[2]) > now then
-        schedule(k, id, v[7], v[2], now)
+    local j = load(k, id)
+    if j and (j.st == 'queued' or j.st == 'sleeping') and j.rk == m then
+      if tonumber(j.ra) > now then
+        jset(k, id, 'rk', place(k, j, j.ra, now))
       else
-        local d, reason = deadline(k, id)
+        j.rk = ''
+        local d, reason = deadline(j)
         if d and now >= d then
-          finish(k, id, task, st, 'cancelled', now, 'cancelled', reason)
+          finish(k, j, 'cancelled', now, 'cancelled', reason)
           cancelled = true
         else
-          local att = tonumber(v[4])
-          if st ~= 'sleeping' then att = att + 1 end
-          local tok = (tonumber(v[5]) or 0) + 1
+          local att = tonumber(j.a)
+          if j.st ~= 'sleeping' then att = att + 1 end
+          local tok = num(j.lt) + 1
           local lx = fmt(now + ttl)
-          redis.call('HSET', k.job, id .. '|a', att, id .. '|lt', tok, id .. '|lw', worker, id .. '|lx', lx)
-          if not v[6] or v[6] == '' then
-            redis.call('HSET', k.job, id .. '|fs', nows)
-          end
-          setstate(k, id, task, st, 'running')
-          setdeadline(k, id)
-          redis.call('ZADD', k.lease, lx, id)
-          openrun(k, id, task, ARGV[ri], att, worker, tok, now)
+          local rn = openrun(k, j, ARGV[ri], att, worker, tok, now)
           ri = ri + 1
+          local first = not set(j.fs)
+          if first then
+            j.fs = nows
+            jset(k, id, 'st', 'running', 'a', att, 'lt', tok, 'lw', worker, 'lx', lx, 'rk', '', 'rn', rn, 'rb', nows, 'fs', nows)
+            if hasdeadline(j) then setdeadline(k, j) end
+          else
+            jset(k, id, 'st', 'running', 'a', att, 'lt', tok, 'lw', worker, 'lx', lx, 'rk', '', 'rn', rn, 'rb', nows)
+          end
+          setstate(k, j, 'running')
+          later('ZADD', k.lease, lx, id)
           got = got + 1
           out[#out + 1] = jobfields(k, id)
         end
@@ -70,37 +76,35 @@ return out
 // luaHeartbeat extends a lease. ARGV: now, channel, id, token, ttl (µs).
 // Returns {'ok', expiresAt, worker}, {'lost'} or {'lost', reason} when the
 // job passed its deadline and was cancelled.
-const luaHeartbeat = luaLib + `
+const luaHeartbeat = `
 local k = keys(1)
 local now = now_us()
 local id = ARGV[3]
-local task = fence(k, id, ARGV[4])
-if not task then return {'lost'} end
-local d, reason = deadline(k, id)
+local j = fence(k, id, ARGV[4])
+if not j then return {'lost'} end
+local d, reason = deadline(j)
 if d and now >= d then
-  finish(k, id, task, 'running', 'cancelled', now, 'cancelled', reason)
+  finish(k, j, 'cancelled', now, 'cancelled', reason)
   wake()
   return {'lost', reason}
 end
 local lx = fmt(now + tonumber(ARGV[5]))
-redis.call('HSET', k.job, id .. '|lx', lx)
-redis.call('ZADD', k.lease, lx, id)
+jset(k, id, 'lx', lx)
+later('ZADD', k.lease, lx, id)
 return {'ok', lx, redis.call('HGET', k.job, id .. '|lw')}
 `
 
 // luaComplete completes a batch of jobs of one queue. ARGV: now, channel,
 // then (id, token, result) per item. Returns {'ok', now, 1|0 per item}.
-const luaComplete = luaLib + `
+const luaComplete = `
 local k = keys(1)
 local now = now_us()
 local out = {'ok', fmt(now)}
 local any = false
 for i = 3, #ARGV, 3 do
-  local id = ARGV[i]
-  local task = fence(k, id, ARGV[i + 1])
-  if task then
-    redis.call('HSET', k.job, id .. '|r', ARGV[i + 2])
-    finish(k, id, task, 'running', 'succeeded', now, 'succeeded', nil)
+  local j = fence(k, ARGV[i], ARGV[i + 1])
+  if j then
+    finish(k, j, 'succeeded', now, 'succeeded', nil, ARGV[i + 2])
     out[#out + 1] = 1
     any = true
   else
@@ -114,50 +118,51 @@ return out
 // luaFail ends a run with an error. ARGV: now, channel, id, token, error,
 // retryAt (µs, 0 for now), terminal ('1' or '0'). Returns {'ok', state} or
 // {'lost'}.
-const luaFail = luaLib + `
+const luaFail = `
 local k = keys(1)
 local now = now_us()
 local id, err = ARGV[3], ARGV[5]
-local task = fence(k, id, ARGV[4])
-if not task then return {'lost'} end
-local v = redis.call('HMGET', k.job, id .. '|a', id .. '|ma', id .. '|pr')
-if ARGV[7] == '1' or tonumber(v[1]) >= tonumber(v[2]) then
-  finish(k, id, task, 'running', 'failed', now, 'failed', err)
+local j = fence(k, id, ARGV[4])
+if not j then return {'lost'} end
+if ARGV[7] == '1' or tonumber(j.a) >= tonumber(j.ma) then
+  finish(k, j, 'failed', now, 'failed', err)
   wake()
   return {'ok', 'failed'}
 end
 local ra = ARGV[6]
 if tonumber(ra) < now then ra = fmt(now) end
-setstate(k, id, task, 'running', 'queued')
-redis.call('HSET', k.job, id .. '|le', err, id .. '|ra', ra)
-redis.call('ZREM', k.lease, id)
-closerun(k, id, task, 'failed', now, err)
-if schedule(k, id, v[3], ra, now) then wake() end
+setstate(k, j, 'queued')
+later('ZREM', k.lease, id)
+closerun(k, j, 'failed', now, err)
+local rk = place(k, j, ra, now)
+jset(k, id, 'st', 'queued', 'le', err, 'ra', ra, 'rk', rk)
+if rk ~= '' then wake() end
 return {'ok', 'queued'}
 `
 
 // luaSleep parks a running job until a time. ARGV: now, channel, id,
 // token, until (µs). Returns {'ok'} or {'lost'}.
-const luaSleep = luaLib + `
+const luaSleep = `
 local k = keys(1)
 local now = now_us()
 local id = ARGV[3]
-local task = fence(k, id, ARGV[4])
-if not task then return {'lost'} end
+local j = fence(k, id, ARGV[4])
+if not j then return {'lost'} end
 local ra = ARGV[5]
 if tonumber(ra) < now then ra = fmt(now) end
-setstate(k, id, task, 'running', 'sleeping')
-redis.call('HSET', k.job, id .. '|ra', ra)
-redis.call('ZREM', k.lease, id)
-closerun(k, id, task, 'sleeping', now, nil)
-if schedule(k, id, redis.call('HGET', k.job, id .. '|pr'), ra, now) then wake() end
+setstate(k, j, 'sleeping')
+later('ZREM', k.lease, id)
+closerun(k, j, 'sleeping', now, nil)
+local rk = place(k, j, ra, now)
+jset(k, id, 'st', 'sleeping', 'ra', ra, 'rk', rk)
+if rk ~= '' then wake() end
 return {'ok'}
 `
 
 // luaCheckpoint stores a step's value unless one is stored. ARGV: now,
 // channel, id, token, step, value. Returns {'ok', value, createdAt} or
 // {'lost'}.
-const luaCheckpoint = luaLib + `
+const luaCheckpoint = `
 local k = keys(1)
 local now = now_us()
 local id, step = ARGV[3], ARGV[5]

@@ -11,7 +11,7 @@ package redisq
 // when all pass, so the batch is stored whole or not at all. It returns
 // {'ok', now, r1..rn} where ri is "" for a new job or the id of the job an
 // item reuses; {'conflict', i}; or {'limited', task, which}.
-const luaEnqueue = luaLib + `
+const luaEnqueue = `
 local now = now_us()
 local checkOnly = ARGV[3] == '1'
 local pos = 4
@@ -106,16 +106,17 @@ for i, it in ipairs(items) do
     local k, id = grp.k, it.id
     local ra = it.ra
     if tonumber(ra) < now then ra = nows end
-    redis.call('HSET', k.job, id..'|t', it.t, id..'|p', it.p, id..'|h', it.h, id..'|pr', it.pr,
-      id..'|st', 'queued', id..'|a', '0', id..'|ma', it.ma, id..'|rp', it.rp, id..'|md', it.md,
-      id..'|mu', it.mu, id..'|ik', it.ik, id..'|fp', it.fp, id..'|ac', it.ac, id..'|ra', ra,
-      id..'|ca', nows, id..'|lt', '0')
-    redis.call('ZADD', k.idx, 0, 'a|' .. id, 0, 's|queued|' .. id, 0, 'k|' .. it.t .. '|' .. id,
+    local j = {id = id, pr = it.pr, md = it.md, mu = it.mu, ca = nows}
+    local rk = place(k, j, ra, now)
+    if rk ~= '' then grp.due = true end
+    jset(k, id, 't', it.t, 'p', it.p, 'h', it.h, 'pr', it.pr, 'st', 'queued', 'a', '0', 'ma', it.ma,
+      'rp', it.rp, 'md', it.md, 'mu', it.mu, 'ik', it.ik, 'fp', it.fp, 'ac', it.ac, 'ra', ra,
+      'ca', nows, 'lt', '0', 'rk', rk)
+    later('ZADD', k.idx, 0, 'a|' .. id, 0, 's|queued|' .. id, 0, 'k|' .. it.t .. '|' .. id,
       0, 't|' .. it.t .. '|queued|' .. id)
-    if schedule(k, id, it.pr, ra, now) then grp.due = true end
     if it.ik ~= '' then redis.call('HSET', k.idem, it.ik, id) end
-    setdeadline(k, id)
-    redis.call('ZADD', k.rate, 0, it.t .. '|' .. pad(nows, 18) .. '|' .. id)
+    setdeadline(k, j)
+    later('ZADD', k.rate, 0, it.t .. '|' .. pad(nows, 18) .. '|' .. id)
     out[#out + 1] = ''
   end
 end
@@ -128,23 +129,19 @@ return out
 // luaUnenqueue removes jobs that an Enqueue on Redis Cluster wrote to one
 // queue before a later queue of the same batch refused its part. A job that
 // a worker already claimed is left alone. ARGV: now, channel, ids...
-const luaUnenqueue = luaLib + `
+const luaUnenqueue = `
 local k = keys(1)
 local removed = 0
 for i = 3, #ARGV do
-  local id = ARGV[i]
-  local v = redis.call('HMGET', k.job, id .. '|st', id .. '|lt', id .. '|t', id .. '|ik', id .. '|ca')
-  if v[1] == 'queued' and tonumber(v[2]) == 0 then
-    local task = v[3]
-    unschedule(k, id)
-    redis.call('ZREM', k.dead, id)
-    redis.call('ZREM', k.idx, 'a|' .. id, 's|queued|' .. id, 'k|' .. task .. '|' .. id, 't|' .. task .. '|queued|' .. id)
-    if v[4] and v[4] ~= '' and redis.call('HGET', k.idem, v[4]) == id then redis.call('HDEL', k.idem, v[4]) end
-    redis.call('ZREM', k.rate, task .. '|' .. pad(v[5], 18) .. '|' .. id)
-    local args = {k.job}
-    for j, f in ipairs(F) do args[j + 1] = id .. '|' .. f end
-    args[#args + 1] = id .. '|rk'
-    redis.call('HDEL', unpack(args))
+  local j = load(k, ARGV[i])
+  if j and j.st == 'queued' and num(j.lt) == 0 then
+    local id, task = j.id, j.t
+    unschedule(k, j)
+    if hasdeadline(j) then later('ZREM', k.dead, id) end
+    later('ZREM', k.idx, 'a|' .. id, 's|queued|' .. id, 'k|' .. task .. '|' .. id, 't|' .. task .. '|queued|' .. id)
+    if set(j.ik) and redis.call('HGET', k.idem, j.ik) == id then redis.call('HDEL', k.idem, j.ik) end
+    later('ZREM', k.rate, task .. '|' .. pad(j.ca, 18) .. '|' .. id)
+    jobdel(k, id)
     removed = removed + 1
   end
 end

@@ -382,6 +382,11 @@ func (b *Backend) TaskStats(ctx context.Context, task string) (core.TaskStats, e
 		}
 		out.RunTime += time.Duration(toInt(v[len(v)-1])) * time.Microsecond
 	}
+	// Every running job has exactly one open run, and no other run is open.
+	delete(out.Runs, core.RunRunning)
+	if n := out.Jobs[core.StateRunning]; n > 0 {
+		out.Runs[core.RunRunning] = n
+	}
 	return out, nil
 }
 
