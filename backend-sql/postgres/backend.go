@@ -108,7 +108,10 @@ func (b *Backend) Migrate(ctx context.Context) error {
 // pgx.Tx (a *pgxpool.Tx or any other implementation), under a savepoint.
 // The jobs become visible, and their notification is sent, only when
 // the caller commits; they vanish if it rolls back. A refused batch
-// (invalid, conflicting or rate limited) leaves tx usable.
+// (invalid, conflicting or rate limited) leaves tx usable. When a task of
+// the batch has rate limits, its config row stays locked until tx ends,
+// so other enqueues of that task wait for it: keep such transactions
+// short.
 func (b *Backend) EnqueueTx(ctx context.Context, tx any, reqs []core.EnqueueRequest) ([]core.EnqueueResult, error) {
 	t, ok := tx.(pgx.Tx)
 	if !ok || t == nil {

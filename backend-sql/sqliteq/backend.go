@@ -128,7 +128,9 @@ func (b *Backend) BeginTx(ctx context.Context) (*sql.Tx, error) {
 
 // DB returns the writer handle: a pool of one connection whose
 // transactions begin IMMEDIATE. Use it for your own tables when they
-// live in the same file; do not change its pool settings.
+// live in the same file; do not change its pool settings. While a
+// transaction from [Backend.BeginTx] is open, the one connection is
+// taken: use the transaction, not DB, or the call waits for it.
 func (b *Backend) DB() *sql.DB { return b.writer }
 
 // EnqueueTx implements [core.TxEnqueuer]: it stores reqs inside tx, a
