@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -138,6 +139,7 @@ func (e *env) do(method, path, token string, body any, out any) (*http.Response,
 		e.t.Fatal(err)
 	}
 	if out != nil {
+		reflect.ValueOf(out).Elem().SetZero()
 		if err := json.Unmarshal(data, out); err != nil {
 			e.t.Fatalf("%s %s: decode %q: %v", method, path, data, err)
 		}
@@ -159,4 +161,21 @@ func (e *env) expect(method, path, token string, body any, status int, code stri
 		}
 	}
 	return data
+}
+
+func newTestServer(t *testing.T, h http.Handler) *httptest.Server {
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// jsonEqual reports whether got and want hold the same JSON value.
+func jsonEqual(got []byte, want string) bool {
+	var a, b any
+	if json.Unmarshal(got, &a) != nil || json.Unmarshal([]byte(want), &b) != nil {
+		return false
+	}
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return bytes.Equal(x, y)
 }
