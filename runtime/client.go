@@ -26,16 +26,23 @@ type ClientOptions struct {
 	PollInterval time.Duration
 	// Logger receives the client's structured logs; nil means slog.Default().
 	Logger *slog.Logger
+	// TaskConfigTTL is how long the client reuses a task config it read
+	// (or the fact that none is stored) when applying defaults at spawn;
+	// zero means one second, negative reads the config on every spawn.
+	// Configs stored through this client take effect at once; the limits
+	// of a config are always enforced by the backend.
+	TaskConfigTTL time.Duration
 }
 
 // Client spawns tasks and inspects them. It is safe for concurrent use and
 // holds no goroutines of its own: an enqueue-only process needs nothing but
 // a Client.
 type Client struct {
-	router *core.Router
-	opts   ClientOptions
-	clock  core.Clock
-	log    *slog.Logger
+	router  *core.Router
+	opts    ClientOptions
+	clock   core.Clock
+	log     *slog.Logger
+	configs configCache
 }
 
 // NewClient returns a client over one backend.
@@ -58,7 +65,11 @@ func NewRouterClient(r *core.Router, opts ClientOptions) (*Client, error) {
 	if opts.PollInterval == 0 {
 		opts.PollInterval = time.Second
 	}
+	if opts.TaskConfigTTL == 0 {
+		opts.TaskConfigTTL = time.Second
+	}
 	c := &Client{router: r, opts: opts, clock: core.ClockOrSystem(opts.Clock), log: opts.Logger}
+	c.configs.ttl = opts.TaskConfigTTL
 	if c.log == nil {
 		c.log = slog.Default()
 	}
@@ -141,12 +152,11 @@ func (c *Client) build(ctx context.Context, r Request) (core.EnqueueRequest, cor
 	if err != nil {
 		return req, nil, err
 	}
-	tc, err := b.GetTaskConfig(ctx, r.task)
+	tc, found, err := c.configs.get(ctx, b, r.task)
 	switch {
-	case errors.Is(err, core.ErrNotFound):
 	case err != nil:
-		return req, nil, fmt.Errorf("boson: read task config of %s: %w", r.task, err)
-	default:
+		return req, nil, err
+	case found:
 		if req.Queue == "" && tc.Queue != "" {
 			req.Queue = tc.Queue
 			if b, err = c.router.Resolve(req.Queue); err != nil {
@@ -344,6 +354,7 @@ func (c *Client) Retry(ctx context.Context, jobID string) (core.Job, error) {
 // PutTaskConfig stores a task's defaults and limits on the backend that
 // serves cfg.Queue (the default backend when it is empty).
 func (c *Client) PutTaskConfig(ctx context.Context, cfg core.TaskConfig) error {
+	defer c.configs.forget(cfg.Task)
 	b, err := c.router.Resolve(cfg.Queue)
 	if err != nil {
 		return err
