@@ -1,0 +1,214 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/boson-go/boson/core"
+	boson "github.com/boson-go/boson/runtime"
+)
+
+// benchIn is the payload of every benchmark job.
+type benchIn struct {
+	Seq int `json:"seq"`
+}
+
+// Tasks: one no-op, one that works for Config.Work.
+var (
+	taskNoop = boson.NewTask[benchIn, struct{}]("bench-noop")
+	taskWork = boson.NewTask[benchIn, struct{}]("bench-work")
+)
+
+// env is what every scenario shares: the store's raw backend, the counting
+// decorator the runtime runs on, and the settings.
+type env struct {
+	raw      core.QueueBackend
+	counting *Counting
+	backend  core.QueueBackend // counting, with the raw backend's capabilities
+	client   *boson.Client
+	cfg      Config
+	prog     progress
+	logger   *slog.Logger
+}
+
+// queueName returns a fresh queue name for one scenario run.
+func (e *env) queueName(scenario string) string {
+	id := strings.ToLower(core.NewID(time.Now()))
+	return fmt.Sprintf("bench-%s-%s", scenario, id[len(id)-8:])
+}
+
+// newWorker returns a started-later worker on queue whose handlers report
+// to tr; the work task sleeps for cfg.Work.
+func (e *env) newWorker(queue string, concurrency int, tr *tracker) (*boson.Worker, error) {
+	w, err := boson.NewWorker(e.backend, boson.WorkerOptions{
+		Queues:            []string{queue},
+		Concurrency:       concurrency,
+		RetentionInterval: -1,
+		Logger:            e.logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	work := e.cfg.Work
+	handler := func(d time.Duration) func(ctx context.Context, in benchIn) (struct{}, error) {
+		return func(ctx context.Context, in benchIn) (struct{}, error) {
+			if tr != nil {
+				info, _ := boson.Info(ctx)
+				tr.started(info.JobID, time.Now())
+			}
+			if d > 0 {
+				time.Sleep(d)
+			}
+			return struct{}{}, nil
+		}
+	}
+	if err := boson.Register(w, taskNoop, handler(0)); err != nil {
+		return nil, err
+	}
+	if err := boson.Register(w, taskWork, handler(work)); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// spawn sends n jobs of task to queue through the runtime client, in
+// batches of cfg.SpawnBatch from cfg.Spawners goroutines, and registers them
+// with tr. It returns the elapsed time.
+func (e *env) spawn(ctx context.Context, label, queue string, task boson.Task[benchIn, struct{}], n int, tr *tracker) (time.Duration, error) {
+	var next, sent atomic.Int64
+	stop := e.prog.track(label, int64(n), sent.Load)
+	defer stop()
+	errc := make(chan error, e.cfg.Spawners)
+	start := time.Now()
+	for range e.cfg.Spawners {
+		go func() {
+			reqs := make([]boson.Request, 0, e.cfg.SpawnBatch)
+			ids := make([]string, 0, e.cfg.SpawnBatch)
+			for {
+				lo := int(next.Add(int64(e.cfg.SpawnBatch))) - e.cfg.SpawnBatch
+				if lo >= n || ctx.Err() != nil {
+					errc <- ctx.Err()
+					return
+				}
+				hi := min(lo+e.cfg.SpawnBatch, n)
+				reqs = reqs[:0]
+				for i := lo; i < hi; i++ {
+					reqs = append(reqs, task.Request(benchIn{Seq: i}, boson.WithQueue(queue)))
+				}
+				at := time.Now()
+				sp, err := e.client.SpawnRequests(ctx, reqs...)
+				if err != nil {
+					errc <- fmt.Errorf("spawn: %w", err)
+					return
+				}
+				ids = ids[:0]
+				for _, s := range sp {
+					ids = append(ids, s.Job.ID)
+				}
+				if tr != nil {
+					tr.spawned(ids, at)
+				}
+				sent.Add(int64(len(sp)))
+			}
+		}()
+	}
+	var errs []error
+	for range e.cfg.Spawners {
+		errs = append(errs, <-errc)
+	}
+	return time.Since(start), errors.Join(errs...)
+}
+
+// enqueueRaw stores n jobs of task in queue straight on the raw backend, in
+// batches of batch from cfg.Spawners goroutines, and returns the elapsed time.
+func (e *env) enqueueRaw(ctx context.Context, label, queue, task string, n, batch int) (time.Duration, error) {
+	var next, sent atomic.Int64
+	stop := e.prog.track(label, int64(n), sent.Load)
+	defer stop()
+	payload := []byte(`{"seq":0}`)
+	errc := make(chan error, e.cfg.Spawners)
+	start := time.Now()
+	for range e.cfg.Spawners {
+		go func() {
+			reqs := make([]core.EnqueueRequest, 0, batch)
+			for {
+				lo := int(next.Add(int64(batch))) - batch
+				if lo >= n || ctx.Err() != nil {
+					errc <- ctx.Err()
+					return
+				}
+				hi := min(lo+batch, n)
+				reqs = reqs[:0]
+				for i := lo; i < hi; i++ {
+					reqs = append(reqs, core.EnqueueRequest{Queue: queue, Task: task, Payload: payload})
+				}
+				if _, err := e.raw.Enqueue(ctx, reqs); err != nil {
+					errc <- fmt.Errorf("enqueue: %w", err)
+					return
+				}
+				sent.Add(int64(hi - lo))
+			}
+		}()
+	}
+	var errs []error
+	for range e.cfg.Spawners {
+		errs = append(errs, <-errc)
+	}
+	return time.Since(start), errors.Join(errs...)
+}
+
+// waitDone waits until tr counted target completions, failing when no
+// completion arrives for cfg.StallTimeout.
+func (e *env) waitDone(ctx context.Context, label string, tr *tracker) error {
+	stop := e.prog.track(label, tr.target, tr.done.Load)
+	defer stop()
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	last, lastAt := tr.done.Load(), time.Now()
+	for {
+		select {
+		case <-tr.full:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+			if n := tr.done.Load(); n != last {
+				last, lastAt = n, time.Now()
+			} else if time.Since(lastAt) > e.cfg.StallTimeout {
+				return fmt.Errorf("%s stalled: %d of %d jobs done, none in %v", label, n, tr.target, e.cfg.StallTimeout)
+			}
+		}
+	}
+}
+
+// checkCounts compares the backend's final counts of queue with want
+// succeeded jobs and nothing else.
+func (e *env) checkCounts(ctx context.Context, queue string, want int) []string {
+	counts, err := e.raw.CountJobs(ctx, core.JobFilter{Queue: queue})
+	if err != nil {
+		return []string{"count jobs: " + err.Error()}
+	}
+	var problems []string
+	for _, s := range core.AllStates {
+		got := counts[s]
+		w := int64(0)
+		if s == core.StateSucceeded {
+			w = int64(want)
+		}
+		if got != w {
+			problems = append(problems, fmt.Sprintf("backend counts %d %s jobs in %s, want %d", got, s, queue, w))
+		}
+	}
+	return problems
+}
+
+func shutdown(w *boson.Worker) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return w.Shutdown(ctx)
+}

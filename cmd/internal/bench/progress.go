@@ -1,0 +1,64 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"time"
+)
+
+// progress draws a one-line progress bar on w; a nil w draws nothing.
+type progress struct{ w io.Writer }
+
+// track redraws label's bar from cur() every quarter second until stop is
+// called.
+func (p progress) track(label string, total int64, cur func() int64) (stop func()) {
+	if p.w == nil || total <= 0 {
+		return func() {}
+	}
+	start := time.Now()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	draw := func() {
+		n := cur()
+		frac := min(float64(n)/float64(total), 1)
+		const width = 30
+		fill := int(frac * width)
+		bar := strings.Repeat("=", fill) + strings.Repeat(" ", width-fill)
+		r := float64(n) / max(time.Since(start).Seconds(), 1e-9)
+		fmt.Fprintf(p.w, "\r%-24s [%s] %3.0f%% %d/%d %s/s ", label, bar, frac*100, n, total, human(r))
+	}
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				draw()
+				fmt.Fprintln(p.w)
+				return
+			case <-t.C:
+				draw()
+			}
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { close(done); wg.Wait() }) }
+}
+
+// human formats a rate with a k or M suffix.
+func human(v float64) string {
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%.2fM", v/1e6)
+	case v >= 1e4:
+		return fmt.Sprintf("%.1fk", v/1e3)
+	case v >= 1e3:
+		return fmt.Sprintf("%.2fk", v/1e3)
+	default:
+		return fmt.Sprintf("%.0f", v)
+	}
+}

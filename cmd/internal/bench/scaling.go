@@ -1,0 +1,50 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// runScaling fills a queue with backlog jobs straight on the store, then
+// times how fast a worker drains the first cfg.ScaleMeasure of them. The
+// rest stay queued (an isolated store drops them on close).
+func (e *env) runScaling(ctx context.Context, name string, backlog int) (Result, error) {
+	queue := e.queueName(name)
+	batch := min(5_000, e.cfg.SpawnBatch*5)
+	if _, err := e.enqueueRaw(ctx, fmt.Sprintf("%s fill %d", name, backlog), queue, taskNoop.Name(), backlog, batch); err != nil {
+		return Result{}, err
+	}
+	m := e.cfg.ScaleMeasure
+	tr := newTracker(m, int64(m))
+	e.counting.OnComplete(tr.finished)
+	defer e.counting.OnComplete(nil)
+	w, err := e.newWorker(queue, e.cfg.Concurrency, tr)
+	if err != nil {
+		return Result{}, err
+	}
+	u0 := readUsage()
+	start := time.Now()
+	if err := w.Start(ctx); err != nil {
+		return Result{}, err
+	}
+	werr := e.waitDone(ctx, name+" drain", tr)
+	elapsed := time.Since(start)
+	if err := shutdown(w); err != nil && werr == nil {
+		werr = fmt.Errorf("worker shutdown: %w", err)
+	}
+	u1 := readUsage()
+	if werr != nil {
+		return Result{}, werr
+	}
+	res := Result{
+		Scenario:    name,
+		Jobs:        m,
+		Backlog:     backlog,
+		DrainPerSec: rate(m, elapsed),
+		CPUSeconds:  (u1.cpu - u0.cpu).Seconds(),
+		PeakRSSMiB:  float64(u1.peakRSS) / (1 << 20),
+	}
+	res.Problems = tr.verifyFinished()
+	return res, nil
+}

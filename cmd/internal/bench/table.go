@@ -1,0 +1,91 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteTable writes rep as aligned text tables: the figures, the idle
+// calls, and the verdicts against the targets.
+func WriteTable(w io.Writer, rep *Report) error {
+	fmt.Fprintf(w, "backend %s (%s) — %d CPUs, %s, %s; medians of %d run(s)\n",
+		rep.Kind, rep.Location, rep.Machine.CPUs, rep.Machine.CPU, rep.Machine.Go, rep.Config.Runs)
+	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\tjobs\tspawn/s\tdrain/s\tstart p50\tp90\tp99\tdone p50\tp90\tp99\tcpu s\trss MiB\tspawn/ceil\tdrain/ceil\tcheck\t")
+	for _, r := range rep.Results {
+		if r.Scenario == "idle" {
+			continue
+		}
+		jobs := fmt.Sprint(r.Jobs)
+		if r.Backlog > 0 {
+			jobs = fmt.Sprintf("%d of %d", r.Jobs, r.Backlog)
+		}
+		check := "ok"
+		if len(r.Problems) > 0 {
+			check = "FAILED"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.0f\t%s\t%s\t%s\t\n",
+			r.Scenario, jobs, rateCell(r.SpawnPerSec), rateCell(r.DrainPerSec),
+			latCell(r.ToStart.P50, r.ToStart.N), latCell(r.ToStart.P90, r.ToStart.N), latCell(r.ToStart.P99, r.ToStart.N),
+			latCell(r.ToDone.P50, r.ToDone.N), latCell(r.ToDone.P90, r.ToDone.N), latCell(r.ToDone.P99, r.ToDone.N),
+			r.CPUSeconds, r.PeakRSSMiB, fracCell(r.SpawnOfCeiling), fracCell(r.DrainOfCeiling), check)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, r := range rep.Results {
+		if r.Scenario != "idle" {
+			continue
+		}
+		fmt.Fprintf(w, "idle worker: %.2f backend calls/s", r.CallsPerSec)
+		if r.WirePerSec > 0 {
+			fmt.Fprintf(w, ", %.2f commands/s sent to the server", r.WirePerSec)
+		}
+		var by []string
+		for _, k := range sortedKeys(r.CallsByMethod) {
+			by = append(by, fmt.Sprintf("%s %.2f", k, r.CallsByMethod[k]))
+		}
+		fmt.Fprintf(w, " (%s); cpu %.3fs\n", strings.Join(by, ", "), r.CPUSeconds)
+	}
+	for _, r := range rep.Results {
+		for _, p := range r.Problems {
+			fmt.Fprintf(w, "CHECK FAILED %s: %s\n", r.Scenario, p)
+		}
+	}
+	if len(rep.Verdicts) > 0 {
+		tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "target\twant\tgot\tmet\t")
+		for _, v := range rep.Verdicts {
+			met := "yes"
+			if !v.Met {
+				met = "NO"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t\n", v.Goal, v.Want, v.Got, met)
+		}
+		return tw.Flush()
+	}
+	return nil
+}
+
+func rateCell(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return human(v)
+}
+
+func latCell(us float64, n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return micros(us)
+}
+
+func fracCell(v float64) string {
+	if v == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", v*100)
+}

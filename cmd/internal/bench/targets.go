@@ -1,0 +1,87 @@
+package bench
+
+import "fmt"
+
+// Target is the published goal for one backend: medians of at least three
+// runs on a 2-core machine, no-op handler, batch spawn then drain.
+type Target struct {
+	DrainPerSec    float64 `json:"drain_per_sec"`
+	SpawnPerSec    float64 `json:"spawn_per_sec"`
+	RoundTripP50us float64 `json:"round_trip_p50_us"`
+}
+
+// Targets by store kind.
+var Targets = map[string]Target{
+	"mem":      {DrainPerSec: 500_000, SpawnPerSec: 1_000_000, RoundTripP50us: 50},
+	"sqlite":   {DrainPerSec: 25_000, SpawnPerSec: 150_000, RoundTripP50us: 2_000},
+	"postgres": {DrainPerSec: 35_000, SpawnPerSec: 100_000, RoundTripP50us: 5_000},
+	"redis":    {DrainPerSec: 50_000, SpawnPerSec: 150_000, RoundTripP50us: 1_000},
+	"nats":     {DrainPerSec: 20_000, SpawnPerSec: 50_000, RoundTripP50us: 3_000},
+}
+
+// Scaling and idle goals shared by every durable backend.
+const (
+	ScalingMinRatio = 0.8
+	IdleMaxPerSec   = 1.0
+)
+
+// Verdict compares one figure with its goal.
+type Verdict struct {
+	Goal   string  `json:"goal"`
+	Want   string  `json:"want"`
+	Got    string  `json:"got"`
+	Value  float64 `json:"value"`
+	Met    bool    `json:"met"`
+	Absent bool    `json:"absent,omitempty"`
+}
+
+// verdicts compares a report's medians with the goals of its kind.
+func verdicts(kind string, results []Result) []Verdict {
+	find := func(name string) *Result {
+		for i := range results {
+			if results[i].Scenario == name {
+				return &results[i]
+			}
+		}
+		return nil
+	}
+	var out []Verdict
+	t, ok := Targets[kind]
+	if ok {
+		if r := find("batch-noop"); r != nil {
+			out = append(out,
+				Verdict{Goal: "drain", Want: fmt.Sprintf(">= %s jobs/s", human(t.DrainPerSec)), Got: human(r.DrainPerSec) + " jobs/s", Value: r.DrainPerSec, Met: r.DrainPerSec >= t.DrainPerSec},
+				Verdict{Goal: "batch spawn", Want: fmt.Sprintf(">= %s jobs/s", human(t.SpawnPerSec)), Got: human(r.SpawnPerSec) + " jobs/s", Value: r.SpawnPerSec, Met: r.SpawnPerSec >= t.SpawnPerSec})
+		}
+		if r := find("roundtrip"); r != nil {
+			out = append(out, Verdict{Goal: "single round trip p50", Want: "<= " + micros(t.RoundTripP50us), Got: micros(r.ToDone.P50), Value: r.ToDone.P50, Met: r.ToDone.P50 > 0 && r.ToDone.P50 <= t.RoundTripP50us})
+		}
+	}
+	small, large := find("scaling-small"), find("scaling-large")
+	if small != nil && large != nil && small.DrainPerSec > 0 {
+		ratio := large.DrainPerSec / small.DrainPerSec
+		out = append(out, Verdict{Goal: fmt.Sprintf("drain with %d queued / with %d queued", large.Backlog, small.Backlog), Want: fmt.Sprintf(">= %.2f", ScalingMinRatio), Got: fmt.Sprintf("%.2f", ratio), Value: ratio, Met: ratio >= ScalingMinRatio})
+	}
+	if r := find("idle"); r != nil {
+		v := r.CallsPerSec
+		got := fmt.Sprintf("%.2f calls/s", v)
+		if r.WirePerSec > v {
+			v = r.WirePerSec
+			got += fmt.Sprintf(", %.2f on the wire", r.WirePerSec)
+		}
+		out = append(out, Verdict{Goal: "idle worker", Want: fmt.Sprintf("<= ~%.0f call/s", IdleMaxPerSec), Got: got, Value: v, Met: v <= IdleMaxPerSec*1.5})
+	}
+	return out
+}
+
+// micros formats microseconds as µs or ms.
+func micros(us float64) string {
+	switch {
+	case us >= 10_000:
+		return fmt.Sprintf("%.0f ms", us/1000)
+	case us >= 1_000:
+		return fmt.Sprintf("%.2f ms", us/1000)
+	default:
+		return fmt.Sprintf("%.0f µs", us)
+	}
+}
