@@ -97,7 +97,9 @@ func (b *Backend) now() time.Time {
 }
 
 // usable fails with ErrClosed when the backend is closed and with ctx's
-// error when ctx is done. Every method calls it first.
+// error when ctx is done. Methods that validate their arguments before
+// taking the lock call it first, so that a closed backend says so even to
+// a malformed call.
 func (b *Backend) usable(ctx context.Context) error {
 	if b.shut.Load() {
 		return errClosed()

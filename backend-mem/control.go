@@ -48,9 +48,6 @@ func (b *Backend) Cancel(ctx context.Context, jobID, reason string) (core.Job, e
 // more attempt may run. Other states give [core.ErrInvalidState], an
 // unknown job [core.ErrNotFound]. Task limits do not apply. Cost: O(log n).
 func (b *Backend) Retry(ctx context.Context, jobID string) (core.Job, error) {
-	if err := b.usable(ctx); err != nil {
-		return core.Job{}, err
-	}
 	if err := b.lock(ctx); err != nil {
 		return core.Job{}, err
 	}

@@ -465,6 +465,12 @@ func TestClosed(t *testing.T) {
 	if _, err := b.GetJob(context.Background(), "x"); !errors.Is(err, core.ErrClosed) {
 		t.Fatalf("GetJob after Close: %v", err)
 	}
+	if _, err := b.Claim(context.Background(), core.ClaimRequest{}); !errors.Is(err, core.ErrClosed) {
+		t.Fatalf("malformed Claim after Close: %v", err)
+	}
+	if _, err := b.Enqueue(context.Background(), []core.EnqueueRequest{{Task: "t"}}); !errors.Is(err, core.ErrClosed) {
+		t.Fatalf("Enqueue after Close: %v", err)
+	}
 	if _, err := core.EnqueueTx(context.Background(), b, nil, nil); !errors.Is(err, core.ErrUnsupported) {
 		t.Fatalf("EnqueueTx: %v", err)
 	}

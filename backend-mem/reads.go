@@ -11,9 +11,6 @@ import (
 
 // GetJob returns a copy of one job, or [core.ErrNotFound]. Cost: O(1).
 func (b *Backend) GetJob(ctx context.Context, jobID string) (core.Job, error) {
-	if err := b.usable(ctx); err != nil {
-		return core.Job{}, err
-	}
 	if err := b.lock(ctx); err != nil {
 		return core.Job{}, err
 	}
@@ -142,9 +139,6 @@ func (b *Backend) CountJobs(ctx context.Context, f core.JobFilter) (map[core.Job
 // ListRuns returns copies of a job's runs in claim order, or
 // [core.ErrNotFound]. Cost: O(runs).
 func (b *Backend) ListRuns(ctx context.Context, jobID string) ([]core.Run, error) {
-	if err := b.usable(ctx); err != nil {
-		return nil, err
-	}
 	if err := b.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -159,9 +153,6 @@ func (b *Backend) ListRuns(ctx context.Context, jobID string) ([]core.Run, error
 // Checkpoints returns copies of a job's checkpoints ordered by step name,
 // or [core.ErrNotFound]. Cost: O(c log c) for c checkpoints.
 func (b *Backend) Checkpoints(ctx context.Context, jobID string) ([]core.Checkpoint, error) {
-	if err := b.usable(ctx); err != nil {
-		return nil, err
-	}
 	if err := b.lock(ctx); err != nil {
 		return nil, err
 	}
@@ -211,9 +202,6 @@ func (b *Backend) TaskStats(ctx context.Context, task string) (core.TaskStats, e
 // ListQueues describes every queue that has jobs or a stored config,
 // ordered by name. Cost: O(q log q) for q queues.
 func (b *Backend) ListQueues(ctx context.Context) ([]core.QueueInfo, error) {
-	if err := b.usable(ctx); err != nil {
-		return nil, err
-	}
 	if err := b.lock(ctx); err != nil {
 		return nil, err
 	}
