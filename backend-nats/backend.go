@@ -38,8 +38,13 @@ type Backend struct {
 	cons   jetstream.ConsumeContext
 	notify *notifier
 
+	lastSnap   atomic.Uint64 // newest snapshot position this Backend knows of
+	compacting atomic.Bool
+	broken     atomic.Pointer[error]
+
 	closeOnce sync.Once
 	closed    chan struct{}
+	bgMu      sync.Mutex // orders bg.Add against Close
 	bg        sync.WaitGroup
 }
 
@@ -92,14 +97,24 @@ func New(ctx context.Context, nc *nats.Conn, opts Options) (*Backend, error) {
 		closed:  make(chan struct{}),
 	}
 	b.notify = newNotifier(b)
-	if err := b.startConsumer(ctx); err != nil {
+	snap, err := b.loadSnapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if snap != nil {
+		b.st = snap
+		b.lastSnap.Store(snap.applied)
+	}
+	if err := b.startConsumer(ctx, b.st.applied+1); err != nil {
 		return nil, err
 	}
 	if err := b.Sync(ctx); err != nil {
 		b.Close()
 		return nil, err
 	}
+	b.bgMu.Lock()
 	b.bg.Add(1)
+	b.bgMu.Unlock()
 	go b.notify.poll()
 	return b, nil
 }
@@ -108,7 +123,9 @@ func New(ctx context.Context, nc *nats.Conn, opts Options) (*Backend, error) {
 // wrapping core.ErrClosed. It does not close the NATS connection.
 func (b *Backend) Close() error {
 	b.closeOnce.Do(func() {
+		b.bgMu.Lock()
 		close(b.closed)
+		b.bgMu.Unlock()
 		if b.cons != nil {
 			b.cons.Stop()
 		}
@@ -123,8 +140,11 @@ func (b *Backend) isClosed() error {
 	case <-b.closed:
 		return fmt.Errorf("natsq: %w", core.ErrClosed)
 	default:
-		return nil
 	}
+	if e := b.broken.Load(); e != nil {
+		return *e
+	}
+	return nil
 }
 
 // now returns the backend clock's time at microsecond precision, in UTC.

@@ -12,10 +12,18 @@ import (
 // harness returns the conformance harness for backends on the server at
 // url, each on its own namespace that is deleted when its test ends.
 func harness(name string, nc *nats.Conn, replicas int) conformance.Harness {
+	return harnessWith(name, nc, natsq.Options{Replicas: replicas})
+}
+
+// harnessWith is harness with more options; the suite's clock and limits
+// are set on top of base.
+func harnessWith(name string, nc *nats.Conn, base natsq.Options) conformance.Harness {
 	return conformance.Harness{
 		Name: name,
 		New: func(t testing.TB, o conformance.Options) core.QueueBackend {
-			return newBackend(t, nc, natsq.Options{Clock: o.Clock, Limits: o.Limits, Replicas: replicas})
+			opts := base
+			opts.Clock, opts.Limits = o.Clock, o.Limits
+			return newBackend(t, nc, opts)
 		},
 		Capabilities: conformance.Capabilities{Notify: true},
 	}
@@ -26,6 +34,13 @@ func harness(name string, nc *nats.Conn, replicas int) conformance.Harness {
 func TestConformanceEmbedded(t *testing.T) {
 	nc := connect(t, embeddedURL(t))
 	conformance.Run(t, harness("nats-embedded", nc, 1))
+}
+
+// TestConformanceCompacting runs the suite while every backend takes a
+// snapshot and purges its log every few commands, in the background.
+func TestConformanceCompacting(t *testing.T) {
+	nc := connect(t, embeddedURL(t))
+	conformance.Run(t, harnessWith("nats-compacting", nc, natsq.Options{CompactEvery: 5, CompactKeep: 1}))
 }
 
 // TestConformanceServer runs the suite against the machine's server

@@ -58,6 +58,7 @@ func (b *Backend) exec(ctx context.Context, c *command) (outcome, error) {
 	}
 	timer := time.NewTimer(4 * b.opts.RequestTimeout)
 	defer timer.Stop()
+	b.maybeCompact(seq)
 	select {
 	case <-w.done:
 		return w.out, nil
@@ -128,10 +129,12 @@ func (b *Backend) publishOne(ctx context.Context, subject string, data []byte, i
 	return 0, fmt.Errorf("natsq: publish command: %w", last)
 }
 
-func (b *Backend) startConsumer(ctx context.Context) error {
-	cons, err := b.js.OrderedConsumer(ctx, StreamName(b.opts.Namespace), jetstream.OrderedConsumerConfig{
-		DeliverPolicy: jetstream.DeliverAllPolicy,
-	})
+func (b *Backend) startConsumer(ctx context.Context, from uint64) error {
+	cfg := jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverAllPolicy}
+	if from > 1 {
+		cfg = jetstream.OrderedConsumerConfig{DeliverPolicy: jetstream.DeliverByStartSequencePolicy, OptStartSeq: from}
+	}
+	cons, err := b.js.OrderedConsumer(ctx, StreamName(b.opts.Namespace), cfg)
 	if err != nil {
 		return fmt.Errorf("natsq: consumer: %w", err)
 	}
@@ -157,6 +160,13 @@ func (b *Backend) handle(msg jetstream.Msg) {
 	defer b.mu.Unlock()
 	if seq <= b.st.applied {
 		return
+	}
+	if seq > b.st.applied+1 {
+		// The commands between were purged by a compaction: catch up from
+		// the newest snapshot, which covers them.
+		if !b.reloadLocked(seq) || seq <= b.st.applied {
+			return
+		}
 	}
 	if strings.HasSuffix(msg.Subject(), ".part") {
 		b.st.parts[seq] = append([]byte(nil), msg.Data()...)

@@ -69,6 +69,18 @@ func (n *notifier) signal(queue string) {
 	}
 }
 
+func (n *notifier) signalAll() {
+	n.mu.Lock()
+	queues := make([]string, 0, len(n.subs))
+	for q := range n.subs {
+		queues = append(queues, q)
+	}
+	n.mu.Unlock()
+	for _, q := range queues {
+		n.signal(q)
+	}
+}
+
 func (n *notifier) closeAll() {
 	n.mu.Lock()
 	defer n.mu.Unlock()

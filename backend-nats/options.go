@@ -41,6 +41,15 @@ type Options struct {
 	// gives up when the server does not answer. Retries carry the same
 	// message id, so the server stores a command at most once. Default 3.
 	PublishAttempts int
+	// CompactEvery is how many commands may follow the newest snapshot
+	// before a Backend takes a new one and purges the log below it (see
+	// Compact). 0 means 100,000; a negative value turns automatic
+	// compaction off.
+	CompactEvery int
+	// CompactKeep is how many commands below a snapshot stay in the log,
+	// so that a replica that is a little behind catches up from the log
+	// instead of reloading the snapshot. Default 10,000.
+	CompactKeep int
 }
 
 func (o Options) withDefaults() (Options, error) {
@@ -72,6 +81,15 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.RequestTimeout == 0 {
 		o.RequestTimeout = 5 * time.Second
+	}
+	if o.CompactEvery == 0 {
+		o.CompactEvery = 100_000
+	}
+	if o.CompactKeep < 0 {
+		return o, fmt.Errorf("%w: compact keep must not be negative", core.ErrInvalidArgument)
+	}
+	if o.CompactKeep == 0 {
+		o.CompactKeep = 10_000
 	}
 	if o.PublishAttempts == 0 {
 		o.PublishAttempts = 3

@@ -203,6 +203,13 @@ func (s *state) unindex(r *jobRec) {
 // insert adds a new job.
 func (s *state) insert(j core.Job) *jobRec {
 	r := &jobRec{job: j}
+	s.insertRec(r)
+	return r
+}
+
+// insertRec adds a record with its runs and checkpoints.
+func (s *state) insertRec(r *jobRec) {
+	j := &r.job
 	s.jobs[j.ID] = r
 	s.ids.ReplaceOrInsert(j.ID)
 	if j.IdempotencyKey != "" {
@@ -215,7 +222,6 @@ func (s *state) insert(j core.Job) *jobRec {
 	c[i] = j.CreatedAt
 	s.created[j.Task] = c
 	s.index(r)
-	return r
 }
 
 // remove deletes a job with its runs and checkpoints and frees its key.

@@ -147,5 +147,11 @@ func DeleteNamespace(ctx context.Context, nc *nats.Conn, ns string) error {
 	if err := js.DeleteStream(ctx, StreamName(ns)); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
 		return fmt.Errorf("natsq: delete stream %s: %w", StreamName(ns), err)
 	}
+	if err := js.DeleteKeyValue(ctx, metaBucket(ns)); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("natsq: delete bucket %s: %w", metaBucket(ns), err)
+	}
+	if err := js.DeleteObjectStore(ctx, snapBucket(ns)); err != nil && !errors.Is(err, jetstream.ErrBucketNotFound) && !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return fmt.Errorf("natsq: delete object store %s: %w", snapBucket(ns), err)
+	}
 	return nil
 }
