@@ -67,7 +67,15 @@ func (a *attempt) fenced(err error) error {
 // execute runs one claimed job from start to its final transition.
 func (w *Worker) execute(q queueSource, c *counterSet, job core.Job) {
 	defer w.runs.Done()
-	defer w.releaseSlot()
+	defer w.releaseOwned()
+	execDone := false
+	releaseExec := func() {
+		if !execDone {
+			execDone = true
+			w.releaseExec()
+		}
+	}
+	defer releaseExec()
 	log := w.log.With("job_id", job.ID, "task", job.Task, "queue", job.Queue, "attempt", job.Attempt)
 
 	ctx, cancel := context.WithCancelCause(w.baseCtx)
@@ -115,6 +123,7 @@ func (w *Worker) execute(q queueSource, c *counterSet, job core.Job) {
 	c.execNanos.Add(int64(time.Since(start)))
 	close(supDone)
 	<-supStopped
+	releaseExec() // the outcome write below overlaps the next claim
 
 	switch {
 	case a.lost.Load():

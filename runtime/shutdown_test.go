@@ -56,7 +56,9 @@ func TestShutdownDrainsThenCancels(t *testing.T) {
 	if j2.State.Terminal() || j2.State == core.StateRunning || j2.Attempt != 1 {
 		t.Fatalf("h2 after shutdown: %+v", j2)
 	}
-	if j3 := e.job(h3.ID()); j3.State != core.StateQueued || j3.Attempt != 0 {
+	// h3 may have taken h1's slot before Shutdown stopped the claims; then
+	// it was cancelled at the end of the grace period and released like h2.
+	if j3 := e.job(h3.ID()); j3.State.Terminal() || j3.State == core.StateRunning || j3.Attempt > 1 {
 		t.Fatalf("h3: %+v", j3)
 	}
 	if err := w.Start(ctx); !errors.Is(err, core.ErrInvalidState) {

@@ -41,7 +41,8 @@ type Worker struct {
 	baseCtx    context.Context
 	hardCancel context.CancelCauseFunc // cancels running attempts
 	slotFreed  chan struct{}
-	inflight   atomic.Int64
+	inflight   atomic.Int64 // attempts whose handler runs
+	owned      atomic.Int64 // claimed jobs not yet finalized (running or writing their outcome)
 	runs       sync.WaitGroup
 	loops      sync.WaitGroup
 	completer  *completer
@@ -227,7 +228,7 @@ func (w *Worker) claimLoop(wake <-chan struct{}, unsubscribe func()) {
 		}
 		claimed := false
 		for i := 0; i < len(w.queues); i++ {
-			free := w.opts.Concurrency - int(w.inflight.Load())
+			free := w.free()
 			if free <= 0 {
 				break
 			}
@@ -237,7 +238,7 @@ func (w *Worker) claimLoop(wake <-chan struct{}, unsubscribe func()) {
 			}
 		}
 		next++
-		if claimed && int(w.inflight.Load()) < w.opts.Concurrency {
+		if claimed && w.free() > 0 {
 			continue // there may be more due work
 		}
 		poll.Reset(w.opts.PollInterval)
@@ -310,14 +311,35 @@ func (w *Worker) claim(q queueSource, free int) int {
 	c.claimed.Add(int64(len(jobs)))
 	for _, j := range jobs {
 		w.inflight.Add(1)
+		w.owned.Add(1)
 		w.runs.Add(1)
 		go w.execute(q, c, j)
 	}
 	return len(jobs)
 }
 
-func (w *Worker) releaseSlot() {
+// free is how many jobs the worker may claim now: a slot is free when no
+// handler runs in it, and at most Concurrency more jobs may be writing
+// their outcome, so that the next claim overlaps the last completions
+// without building a backlog.
+func (w *Worker) free() int {
+	c := w.opts.Concurrency
+	return min(c-int(w.inflight.Load()), 2*c-int(w.owned.Load()))
+}
+
+// releaseExec frees the execution slot of an attempt whose handler returned.
+func (w *Worker) releaseExec() {
 	w.inflight.Add(-1)
+	w.wakeClaimer()
+}
+
+// releaseOwned forgets a job whose outcome is written.
+func (w *Worker) releaseOwned() {
+	w.owned.Add(-1)
+	w.wakeClaimer()
+}
+
+func (w *Worker) wakeClaimer() {
 	select {
 	case w.slotFreed <- struct{}{}:
 	default:
