@@ -124,8 +124,14 @@ func (Postgres) Claim(ctx context.Context, e *Engine, req core.ClaimRequest, now
 	for i := range runIDs {
 		runIDs[i] = core.NewID(idTime)
 	}
-	return collectJobs(e.st.Reader().Query(ctx, e.render(pgClaim+JobCols("")+" FROM numbered"),
-		now, req.Queue, req.Queue, req.Queue, req.Queue, req.Limit, req.WorkerID, ceilUS(req.LeaseTTL), runIDs))
+	var jobs []core.Job
+	err := e.st.WriteOne(ctx, func(q Querier) error {
+		var err error
+		jobs, err = collectJobs(q.Query(ctx, e.render(pgClaim+JobCols("")+" FROM numbered"),
+			now, req.Queue, req.Queue, req.Queue, req.Queue, req.Limit, req.WorkerID, ceilUS(req.LeaseTTL), runIDs))
+		return err
+	})
+	return jobs, err
 }
 
 // pgComplete finishes a batch in one statement and notifies the queues.
@@ -151,26 +157,26 @@ func (Postgres) Complete(ctx context.Context, e *Engine, items []core.Completion
 			results[i] = it.Result
 		}
 	}
-	rows, err := e.st.Reader().Query(ctx, e.render(pgComplete), now, ids, tokens, results, e.channel)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer rows.Close()
 	done := map[string]bool{}
 	var queues []string
-	seen := map[string]bool{}
-	for rows.Next() {
-		var id, queue string
-		if err := rows.Scan(&id, &queue); err != nil {
-			return nil, nil, err
-		}
-		done[id] = true
-		if !seen[queue] {
-			seen[queue] = true
-			queues = append(queues, queue)
-		}
-	}
-	if err := rows.Err(); err != nil {
+	err := e.st.WriteOne(ctx, func(q Querier) error {
+		clear(done)
+		queues = queues[:0]
+		seen := map[string]bool{}
+		return e.scanAll(ctx, q, pgComplete, []any{now, ids, tokens, results, e.channel}, func(rows Rows) error {
+			var id, queue string
+			if err := rows.Scan(&id, &queue); err != nil {
+				return err
+			}
+			done[id] = true
+			if !seen[queue] {
+				seen[queue] = true
+				queues = append(queues, queue)
+			}
+			return nil
+		})
+	})
+	if err != nil {
 		return nil, nil, err
 	}
 	ok := make([]bool, len(items))
