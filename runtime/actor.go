@@ -22,6 +22,8 @@ func ActorFromContext(ctx context.Context) (string, bool) {
 type ActorPolicy func(ctx context.Context, actor, task string) error
 
 // RunContextFunc builds the context a handler runs with from the actor
-// recorded on the job (for example loading the user's permissions). An
-// error fails the attempt, which is retried like any handler error.
+// recorded on the job (for example loading the user's permissions). The
+// returned context must derive from ctx, which carries the attempt that
+// steps, sleeps and awaits need. An error fails the attempt, which is
+// retried like any handler error.
 type RunContextFunc func(ctx context.Context, actor string) (context.Context, error)
