@@ -48,7 +48,7 @@ func startCluster() error {
 			return err
 		}
 		s, err := startServer(d, "--cluster-enabled", "yes", "--cluster-config-file", d+"/nodes.conf",
-			"--cluster-node-timeout", "5000")
+			"--cluster-node-timeout", "30000", "--cluster-require-full-coverage", "no")
 		if err != nil {
 			return err
 		}

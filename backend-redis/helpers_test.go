@@ -5,21 +5,16 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/boson-go/boson/conformance/testenv"
-	"github.com/boson-go/boson/core"
 	"github.com/redis/go-redis/v9"
 )
-
-var prefixSeq atomic.Int64
 
 // uniquePrefix returns a key prefix no other test of this or another test
 // binary uses.
 func uniquePrefix(t testing.TB) string {
-	return "t" + strings.ToLower(core.NewID(time.Now())[16:]) + "x" + itoa(prefixSeq.Add(1))
+	return testenv.UniqueName(t, "redisq")
 }
 
 func itoa(n int64) string {
