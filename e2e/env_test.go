@@ -147,3 +147,16 @@ func (e *env) runs(id string) []core.Run {
 	e.must(err)
 	return rs
 }
+
+// recv receives from ch, failing the scenario when nothing arrives before
+// the scenario's deadline.
+func recv[T any](e *env, ch <-chan T) T {
+	e.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-e.ctx.Done():
+		e.Fatalf("timed out waiting on a channel")
+		panic("unreachable")
+	}
+}

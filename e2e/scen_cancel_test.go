@@ -50,9 +50,9 @@ var cancelScenarios = []scenario{
 		e.start(w)
 		h, err := boson.Spawn(e.ctx, e.client, echoTask, 1)
 		e.must(err)
-		<-started
+		recv(e, started)
 		e.must(h.Cancel(e.ctx, "user asked"))
-		if err := <-stopped; !errors.Is(err, core.ErrLeaseLost) {
+		if err := recv(e, stopped); !errors.Is(err, core.ErrLeaseLost) {
 			e.Fatalf("handler context cause: %v", err)
 		}
 		if _, err := h.Wait(e.ctx); !errors.Is(err, boson.ErrTaskCancelled) {
@@ -102,7 +102,7 @@ var cancelScenarios = []scenario{
 		e.start(w)
 		h, err := boson.Spawn(e.ctx, e.client, echoTask, 1, boson.WithCancellation(core.CancellationPolicy{MaxDuration: 10 * time.Minute}))
 		e.must(err)
-		<-started
+		recv(e, started)
 		e.clock.Advance(10 * time.Minute) // the next heartbeat cancels the job
 		_, err = h.Wait(e.ctx)
 		if !errors.Is(err, boson.ErrTaskCancelled) || !contains(err.Error(), "max duration") {

@@ -32,7 +32,7 @@ var leaseScenarios = []scenario{
 		e.start(w)
 		h, err := boson.Spawn(e.ctx, e.client, echoTask, 5)
 		e.must(err)
-		<-started
+		recv(e, started)
 		for range 10 {
 			renewedBy := e.clock.Advance(8 * time.Second).Add(9 * time.Second)
 			e.eventually("lease renewal", func() bool { return !e.job(h.ID()).Lease.ExpiresAt.Before(renewedBy) })
@@ -85,10 +85,10 @@ var leaseScenarios = []scenario{
 			e.Fatalf("%v %v", v, err)
 		}
 		close(gate)
-		if err := <-staleErr; !errors.Is(err, core.ErrLeaseLost) {
+		if err := recv(e, staleErr); !errors.Is(err, core.ErrLeaseLost) {
 			e.Fatalf("stale write: %v", err)
 		}
-		if err := <-staleCtx; !errors.Is(err, core.ErrLeaseLost) {
+		if err := recv(e, staleCtx); !errors.Is(err, core.ErrLeaseLost) {
 			e.Fatalf("stale context cause: %v", err)
 		}
 		if v, _ := h.Result(e.ctx); v != 8 {

@@ -31,8 +31,8 @@ var workerScenarios = []scenario{
 		e.must(err)
 		stuck, err := boson.Spawn(e.ctx, e.client, echoTask, 2)
 		e.must(err)
-		<-started
-		<-started
+		recv(e, started)
+		recv(e, started)
 		waiting, err := boson.Spawn(e.ctx, e.client, echoTask, 3)
 		e.must(err)
 		sctx, endGrace := context.WithCancel(e.ctx)
@@ -41,7 +41,7 @@ var workerScenarios = []scenario{
 		close(release)
 		e.waitState(finishing.ID(), core.StateSucceeded) // drained within the grace period
 		endGrace()
-		e.must(<-done)
+		e.must(recv(e, done))
 		j := e.job(stuck.ID())
 		if j.State != core.StateSleeping && j.State != core.StateQueued || j.Attempt != 1 {
 			e.Fatalf("cancelled attempt not released: %+v", j)
