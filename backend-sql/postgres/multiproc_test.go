@@ -3,6 +3,7 @@ package postgres_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/boson-go/boson/backend-sql/internal/sqltest"
 	"github.com/boson-go/boson/backend-sql/postgres"
@@ -14,9 +15,13 @@ import (
 func TestMultiProcessExactlyOnce(t *testing.T) {
 	const jobs = 10_000
 	b := newBackend(t, postgres.Options{})
+	start := time.Now()
 	sqltest.EnqueueAll(t, b, sqltest.Jobs("mp", jobs))
+	t.Logf("enqueued %d jobs in %v", jobs, time.Since(start).Round(time.Millisecond))
+	start = time.Now()
 
 	total := sqltest.RunWorkers(t, 3, b.Schema()+" "+sqltest.PostgresURL(t))
+	t.Logf("3 workers drained them in %v", time.Since(start).Round(time.Millisecond))
 	if total != jobs {
 		t.Errorf("workers report %d completions, want %d", total, jobs)
 	}

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"path/filepath"
 	"testing"
+	"time"
 
 	_ "modernc.org/sqlite"
 
@@ -26,9 +27,13 @@ func TestMultiProcessExactlyOnce(t *testing.T) {
 	if err := b.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	start := time.Now()
 	sqltest.EnqueueAll(t, b, sqltest.Jobs("mp", jobs))
+	t.Logf("enqueued %d jobs in %v", jobs, time.Since(start).Round(time.Millisecond))
+	start = time.Now()
 
 	total := sqltest.RunWorkers(t, 3, path)
+	t.Logf("3 workers drained them in %v", time.Since(start).Round(time.Millisecond))
 	if total != jobs {
 		t.Errorf("workers report %d completions, want %d", total, jobs)
 	}
