@@ -1,8 +1,26 @@
 // Package e2e holds boson's end-to-end scenario matrix: a table of named
-// scenarios, each run through the runtime (package boson) on every backend
-// listed in backends_test.go. Adding a backend is one entry there: a factory
-// that returns a fresh, isolated backend driven by the given clock, and the
-// optional capabilities it offers.
+// scenarios (scen_*_test.go), each run through the runtime (package boson)
+// on every backend listed in backends_test.go — mem, SQLite, Postgres,
+// Redis and NATS. Adding a backend is one entry there: a factory that
+// returns a fresh, isolated backend driven by the given clock, and the
+// optional capabilities it offers (transactional enqueue with a way to
+// begin a transaction; durability with a way to reopen the same store from
+// another process).
 //
-// Run it with: go test -race ./... (from this folder).
+// Beside the matrix, two multi-process tests run on each durable backend:
+// kill_test.go kills a worker process with SIGKILL in the middle of a
+// multi-step task and checks that another worker finishes it with every
+// step run once, and split_test.go drains a queue from worker processes,
+// one of them stopped with SIGTERM half-way.
+//
+// Scenarios decide time with a core.ManualClock and wait for outcomes on
+// conditions with deadlines, never on fixed sleeps.
+//
+// Services come from BOSON_TEST_POSTGRES_URL, BOSON_TEST_REDIS_URL and
+// BOSON_TEST_NATS_URL, else the local defaults (127.0.0.1:5432 database
+// test, :6379, :4222). A service that does not answer skips its backend,
+// unless BOSON_TEST_REQUIRE is "all" or names it, which fails instead.
+//
+// Run it with: go test -race ./... (from this folder); the throughput
+// figures with: go test -run X -bench Throughput -benchtime 2000x .
 package e2e

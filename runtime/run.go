@@ -106,15 +106,7 @@ func (w *Worker) execute(q queueSource, c *counterSet, job core.Job) {
 	)
 	c.executions.Add(1)
 	start := time.Now()
-	if w.opts.RunContext != nil {
-		runCtx, err = w.opts.RunContext(runCtx, job.Actor)
-		if err == nil && runCtx == nil {
-			err = errors.New("boson: run context factory returned a nil context")
-		}
-	}
-	if err == nil {
-		result, err = w.invoke(runCtx, &Execution{Job: job, WorkerID: w.opts.ID})
-	}
+	result, err = w.invoke(runCtx, &Execution{Job: job, WorkerID: w.opts.ID})
 	timedOut := reg.timeout > 0 && errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	if timedOut && err != nil {
 		err = fmt.Errorf("%w (%v)", context.Cause(runCtx), err)
@@ -170,6 +162,16 @@ func (w *Worker) invoke(ctx context.Context, ex *Execution) (result []byte, err 
 			result, err = nil, &PanicError{Value: v, Stack: debug.Stack()}
 		}
 	}()
+	if w.opts.RunContext != nil {
+		rctx, err := w.opts.RunContext(ctx, ex.Job.Actor)
+		if err != nil {
+			return nil, fmt.Errorf("boson: run context: %w", err)
+		}
+		if rctx == nil {
+			return nil, errors.New("boson: run context factory returned a nil context")
+		}
+		ctx = rctx
+	}
 	return w.chain(ctx, ex)
 }
 
