@@ -89,5 +89,9 @@ func (b *Backend) PutQueueConfig(ctx context.Context, cfg core.QueueConfig) erro
 	if err := b.rdb.HSet(ctx, key, "paused", paused, "retention", int64(cfg.RetentionTTL), "cleanup_limit", cfg.CleanupLimit).Err(); err != nil {
 		return wrap("put queue config", err)
 	}
-	return wrap("put queue config", b.rdb.SAdd(ctx, b.ks.queues(), cfg.Queue).Err())
+	if err := b.rdb.SAdd(ctx, b.ks.queues(), cfg.Queue).Err(); err != nil {
+		return wrap("put queue config", err)
+	}
+	b.knownQueues.Store(cfg.Queue, struct{}{})
+	return nil
 }

@@ -68,12 +68,15 @@ func (b *Backend) Enqueue(ctx context.Context, reqs []core.EnqueueRequest) ([]co
 		idq = append(idq, j.ID, j.Queue)
 	}
 	pipe.HSet(ctx, b.ks.jobQueue(), idq...)
-	qs := make([]any, 0, len(groups))
+	var qs []any
 	for _, g := range groups {
-		qs = append(qs, g.queue)
+		if _, known := b.knownQueues.Load(g.queue); !known {
+			qs = append(qs, g.queue)
+		}
 	}
-	pipe.SAdd(ctx, b.ks.queues(), qs...)
-	qsCmd := pipe.SMembers(ctx, b.ks.queues())
+	if len(qs) > 0 {
+		pipe.SAdd(ctx, b.ks.queues(), qs...)
+	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, wrap("enqueue", err)
 	}
@@ -86,6 +89,9 @@ func (b *Backend) Enqueue(ctx context.Context, reqs []core.EnqueueRequest) ([]co
 		_ = b.rdb.HDel(context.WithoutCancel(ctx), b.ks.jobQueue(), ids...).Err()
 	}
 
+	for _, q := range qs {
+		b.knownQueues.Store(q, struct{}{})
+	}
 	limits := map[string]*taskLimit{}
 	for i, v := range cfgCmd.Val() {
 		s, ok := str(v)
@@ -102,7 +108,12 @@ func (b *Backend) Enqueue(ctx context.Context, reqs []core.EnqueueRequest) ([]co
 		}
 	}
 	if len(limits) > 0 {
-		if err := b.countElsewhere(ctx, limits, qsCmd.Val(), byQueue); err != nil {
+		all, err := b.rdb.SMembers(ctx, b.ks.queues()).Result()
+		if err != nil {
+			undo()
+			return nil, wrap("enqueue", err)
+		}
+		if err := b.countElsewhere(ctx, limits, all, byQueue); err != nil {
 			undo()
 			return nil, err
 		}

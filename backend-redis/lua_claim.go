@@ -35,7 +35,7 @@ while got < limit do
   bulk('ZREM', k.ready, ms)
   for _, m in ipairs(ms) do
     local id = string.sub(m, 25)
-    local j = load(k, id)
+    local j = loadfull(k, id)
     if j and (j.st == 'queued' or j.st == 'sleeping') and j.rk == m then
       if tonumber(j.ra) > now then
         jset(k, id, 'rk', place(k, j, j.ra, now))
@@ -63,7 +63,9 @@ while got < limit do
           setstate(k, j, 'running')
           later('ZADD', k.lease, lx, id)
           got = got + 1
-          out[#out + 1] = jobfields(k, id)
+          local v = j.vals
+          v[FI.st], v[FI.a], v[FI.lt], v[FI.lw], v[FI.lx], v[FI.fs] = 'running', fmt(att), fmt(tok), worker, lx, j.fs
+          out[#out + 1] = v
         end
       end
     end

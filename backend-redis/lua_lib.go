@@ -109,6 +109,27 @@ local function load(k, id)
   return j
 end
 
+-- loadfull reads every attribute of a job (F, then XF) into j, and the
+-- values of F in order into j.vals, or returns nil.
+local function loadfull(k, id)
+  local args = {k.job}
+  for _, f in ipairs(F) do args[#args + 1] = id .. '|' .. f end
+  for _, f in ipairs(XF) do args[#args + 1] = id .. '|' .. f end
+  local v = redis.call('HMGET', unpack(args))
+  if not v[5] then return nil end
+  local j = {id = id, vals = {id}}
+  for i, f in ipairs(F) do
+    j[f] = v[i]
+    j.vals[i + 1] = v[i]
+  end
+  for i, f in ipairs(XF) do j[f] = v[#F + i] end
+  return j
+end
+
+-- FI maps an attribute of F to its position in a returned job.
+local FI = {}
+for i, f in ipairs(F) do FI[f] = i + 1 end
+
 -- jset writes attribute/value pairs of job id.
 local function jset(k, id, ...)
   local a = {k.job}
