@@ -21,8 +21,10 @@ type WorkerOptions struct {
 	ID string
 	// Queues lists the queues to serve; empty means [core.DefaultQueue].
 	Queues []string
-	// Concurrency is how many attempts run at once; 0 means 10. The worker
-	// claims only free slots and keeps no local backlog.
+	// Concurrency is how many handlers run at once; 0 means 10. The worker
+	// claims only for free slots and keeps no local backlog. A slot frees
+	// when its handler returns, so the next claim can overlap the write of
+	// the outcome (at most Concurrency outcomes are pending at a time).
 	Concurrency int
 	// LeaseTTL is the lease the worker asks for; 0 means 30 seconds. A
 	// lease is not a timeout: supervision renews it while the handler runs.
