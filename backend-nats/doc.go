@@ -69,6 +69,22 @@
 //     that fails may or may not have been stored; if it was, every replica
 //     applies it, so nothing is half done.
 //
+// # Compaction
+//
+// Every CompactEvery commands (default 100,000) a Backend stores a snapshot
+// of its state at log position S as the object "state-S" in the object
+// store BOSON_<namespace>_snap, moves the key "snapshot" of the key-value
+// bucket BOSON_<namespace>_meta to it with a revision compare-and-set that
+// only ever moves it forward, and then purges the log below
+// S+1-CompactKeep. New loads the snapshot the pointer names and consumes
+// the log from S+1. A replica that fell so far behind that the commands it
+// needs next were purged sees the gap in the stream sequence and reloads
+// the newest snapshot, which covers the gap because the log is purged only
+// below a snapshot the pointer already names. Snapshots from several
+// processes at once are safe: the loser of the compare-and-set deletes its
+// object. Because the snapshot is the deterministic state at S, any
+// replica's snapshot at S is the same.
+//
 // # Reads
 //
 // Reads (GetJob, ListJobs, CountJobs, ...) answer from the local replica
@@ -85,8 +101,9 @@
 //
 // NATS server 2.9.0 and later, tested with 2.9.10 (Debian's) and 2.15.3.
 // The backend uses only what 2.9 has: a file-backed stream with limits
-// retention, the duplicate window (Nats-Msg-Id), DenyDelete, and ordered
-// pull consumers. New reads nc.ConnectedServerVersion() and refuses older
+// retention, the duplicate window (Nats-Msg-Id), DenyDelete, purge by
+// sequence, ordered pull consumers, and a key-value bucket and an object
+// store for snapshots. New reads nc.ConnectedServerVersion() and refuses older
 // servers with core.ErrUnsupported, and it reads the stream's configuration
 // back after creating it, because a server silently drops options it does
 // not know; a mismatch (replicas, retention, limits, the duplicate window)
@@ -97,13 +114,13 @@
 //   - Memory: every Backend holds every retained job, with payload,
 //     runs and checkpoints. Cleanup frees them. Plan memory as for an
 //     in-memory store of the retained jobs, in every process.
-//   - Start-up: New replays the stream. Replay applies about 10,000 to
-//     20,000 commands a second on a small machine; batched commands carry
-//     many jobs each.
-//   - The stream is not compacted: deleting jobs with Cleanup frees memory
-//     but not the commands that created them, so the stream grows with the
-//     history and so does start-up time. Size the stream's storage for it,
-//     or start a new namespace when it becomes large.
+//   - Start-up: New loads the newest snapshot and replays the commands
+//     after it, about 10,000 to 20,000 commands a second on a small
+//     machine; batched commands carry many jobs each.
+//   - Compaction: a snapshot serialises the whole state while holding the
+//     replica's read lock (writes of that process wait), and is stored
+//     with the namespace's Replicas. Between snapshots the log keeps up to
+//     CompactEvery+CompactKeep commands.
 //   - Throughput: one command is one round trip to the stream's leader
 //     (plus replication with Replicas 3). Batch Enqueue and Complete, and
 //     claim with a Limit above 1, to amortise it.
