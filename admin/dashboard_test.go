@@ -278,3 +278,47 @@ func TestDashboardLoginSession(t *testing.T) {
 		t.Fatalf("after logout: %d", code)
 	}
 }
+
+func TestDashboardJobListPages(t *testing.T) {
+	e := newEnv(t, NoAuth())
+	reqs := make([]core.EnqueueRequest, 7)
+	for i := range reqs {
+		reqs[i] = core.EnqueueRequest{Queue: "bulk", Task: "noop"}
+	}
+	if _, err := e.be.Enqueue(context.Background(), reqs); err != nil {
+		t.Fatal(err)
+	}
+	srv := mounted(t, e.h)
+	nextRE := regexp.MustCompile(`href="([^"]*)" id="next"`)
+	rowRE := regexp.MustCompile(`data-job="([0-9A-Z]+)"`)
+	u := srv.URL + "/ops/admin/jobs?queue=bulk&limit=3"
+	seen := map[string]bool{}
+	for pages := 0; ; pages++ {
+		if pages > 5 {
+			t.Fatal("too many pages")
+		}
+		code, html := getPage(t, srv.Client(), u)
+		if code != 200 {
+			t.Fatalf("%s: %d", u, code)
+		}
+		for _, m := range rowRE.FindAllStringSubmatch(html, -1) {
+			if seen[m[1]] {
+				t.Fatalf("job %s on two pages", m[1])
+			}
+			seen[m[1]] = true
+		}
+		m := nextRE.FindStringSubmatch(html)
+		if m == nil {
+			break
+		}
+		base, _ := url.Parse(u)
+		ref, _ := url.Parse(strings.ReplaceAll(m[1], "&amp;", "&"))
+		u = base.ResolveReference(ref).String()
+		if !strings.Contains(u, "queue=bulk") || !strings.Contains(u, "limit=3") {
+			t.Fatalf("next link lost the filters: %s", u)
+		}
+	}
+	if len(seen) != 7 {
+		t.Fatalf("paged through %d jobs, want 7", len(seen))
+	}
+}

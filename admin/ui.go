@@ -3,6 +3,7 @@ package admin
 import (
 	"crypto/subtle"
 	"errors"
+	"html/template"
 	"net/http"
 	"net/url"
 
@@ -49,10 +50,10 @@ type jobsData struct {
 	State  string
 	Order  string
 	Jobs   []core.Job
-	// NextQuery is the query string of the next page, empty on the last.
-	NextQuery string
-	// FirstQuery is the query string of the first page with the same filters.
-	FirstQuery string
+	// NextURL links the next page, empty on the last.
+	NextURL template.URL
+	// FirstURL links the first page with the same filters.
+	FirstURL template.URL
 }
 
 func (h *Handler) uiJobs(w http.ResponseWriter, r *http.Request, _ params) {
@@ -62,6 +63,10 @@ func (h *Handler) uiJobs(w http.ResponseWriter, r *http.Request, _ params) {
 		if len(vs) == 1 && vs[0] == "" {
 			q.Del(k)
 		}
+	}
+	// The dashboard lists newest first unless asked otherwise.
+	if q.Get("order") == "" {
+		q.Set("order", "desc")
 	}
 	f, err := parseFilter(q)
 	if err != nil {
@@ -80,14 +85,18 @@ func (h *Handler) uiJobs(w http.ResponseWriter, r *http.Request, _ params) {
 			first[k] = vs
 		}
 	}
-	d.FirstQuery = first.Encode()
+	// Both links are built from url.Values.Encode and the relative root,
+	// so they are safe as they stand; the template must not re-escape the
+	// query, which it would do for a plain string after "?".
+	root := rootOf(r.URL.Path)
+	d.FirstURL = template.URL(root + "jobs?" + first.Encode())
 	if page.Next != "" {
 		next := url.Values{}
 		for k, vs := range first {
 			next[k] = vs
 		}
 		next.Set("cursor", page.Next)
-		d.NextQuery = next.Encode()
+		d.NextURL = template.URL(root + "jobs?" + next.Encode())
 	}
 	h.render(w, r, http.StatusOK, "jobs", h.newView(r, d))
 }
