@@ -23,8 +23,6 @@ type Backend struct {
 
 	closed atomic.Bool
 
-	knownQueues sync.Map // queues this process registered in {prefix}:queues
-
 	qmu    sync.Mutex
 	qcache map[string]string // job id -> queue, for jobs seen by this process
 

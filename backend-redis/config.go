@@ -92,6 +92,5 @@ func (b *Backend) PutQueueConfig(ctx context.Context, cfg core.QueueConfig) erro
 	if err := b.rdb.SAdd(ctx, b.ks.queues(), cfg.Queue).Err(); err != nil {
 		return wrap("put queue config", err)
 	}
-	b.knownQueues.Store(cfg.Queue, struct{}{})
 	return nil
 }

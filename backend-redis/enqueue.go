@@ -68,15 +68,14 @@ func (b *Backend) Enqueue(ctx context.Context, reqs []core.EnqueueRequest) ([]co
 		idq = append(idq, j.ID, j.Queue)
 	}
 	pipe.HSet(ctx, b.ks.jobQueue(), idq...)
-	var qs []any
+	// The queue registry is written on every enqueue, not once per
+	// process: after a restart that lost data it must be rebuilt by the
+	// next enqueue, or Rescue would no longer visit the queue.
+	qs := make([]any, 0, len(groups))
 	for _, g := range groups {
-		if _, known := b.knownQueues.Load(g.queue); !known {
-			qs = append(qs, g.queue)
-		}
+		qs = append(qs, g.queue)
 	}
-	if len(qs) > 0 {
-		pipe.SAdd(ctx, b.ks.queues(), qs...)
-	}
+	pipe.SAdd(ctx, b.ks.queues(), qs...)
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, wrap("enqueue", err)
 	}
@@ -89,9 +88,6 @@ func (b *Backend) Enqueue(ctx context.Context, reqs []core.EnqueueRequest) ([]co
 		_ = b.rdb.HDel(context.WithoutCancel(ctx), b.ks.jobQueue(), ids...).Err()
 	}
 
-	for _, q := range qs {
-		b.knownQueues.Store(q, struct{}{})
-	}
 	limits := map[string]*taskLimit{}
 	for i, v := range cfgCmd.Val() {
 		s, ok := str(v)
