@@ -430,3 +430,14 @@ func TestErrorMapping(t *testing.T) {
 	_ = e.be.Close()
 	e.expect("GET", "/api/v1/jobs", "", nil, 503, "closed")
 }
+
+func TestBodyLimitAndHead(t *testing.T) {
+	e := newEnv(t, NoAuth(), func(o *Options) { o.MaxBodyBytes = 64 })
+	e.expect("POST", "/api/v1/jobs", "", `{"task":"x","payload":"`+strings.Repeat("a", 100)+`"}`, 413, "body_too_large")
+	e.expect("POST", "/api/v1/jobs/"+e.ids.queued+"/cancel", "", `{"reason":"`+strings.Repeat("a", 100)+`"}`, 413, "body_too_large")
+	e.expect("POST", "/api/v1/jobs", "", `{"task":"x"}`, 201, "")
+	resp, body := e.do("HEAD", "/api/v1/jobs", "", nil, nil)
+	if resp.StatusCode != 200 || len(body) != 0 {
+		t.Fatalf("HEAD: %d %d bytes", resp.StatusCode, len(body))
+	}
+}

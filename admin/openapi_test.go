@@ -351,3 +351,33 @@ func TestOpenAPIServed(t *testing.T) {
 		t.Fatalf("served document: %d", resp.StatusCode)
 	}
 }
+
+// TestOpenAPIValidatorRefuses keeps the schema check honest: it must refuse
+// undocumented properties, wrong types, missing fields and unknown enums.
+func TestOpenAPIValidatorRefuses(t *testing.T) {
+	d, ops := loadDoc(t)
+	v := &validator{t: t, doc: d, ops: ops}
+	job := d.Components.Schemas["Job"]
+	good := map[string]any{"id": "x", "queue": "q", "task": "t", "state": "queued", "priority": 0.0, "attempt": 0.0, "max_attempts": 5.0, "run_at": "2026-01-01T00:00:00Z", "created_at": "2026-01-01T00:00:00Z"}
+	if err := v.validate(job, good, "$"); err != nil {
+		t.Fatalf("a valid job was refused: %v", err)
+	}
+	for name, mutate := range map[string]func(map[string]any){
+		"extra":    func(m map[string]any) { m["colour"] = "red" },
+		"type":     func(m map[string]any) { m["attempt"] = "1" },
+		"missing":  func(m map[string]any) { delete(m, "id") },
+		"enum":     func(m map[string]any) { m["state"] = "done" },
+		"time":     func(m map[string]any) { m["run_at"] = "yesterday" },
+		"fraction": func(m map[string]any) { m["priority"] = 0.5 },
+		"nested":   func(m map[string]any) { m["lease"] = map[string]any{"worker_id": 1.0} },
+	} {
+		bad := map[string]any{}
+		for k, x := range good {
+			bad[k] = x
+		}
+		mutate(bad)
+		if err := v.validate(job, bad, "$"); err == nil {
+			t.Errorf("%s: the validator accepted an invalid job", name)
+		}
+	}
+}
