@@ -3,6 +3,7 @@ module github.com/boson-go/boson/cmd
 go 1.26.0
 
 require (
+	github.com/boson-go/boson/admin v0.0.0
 	github.com/boson-go/boson/backend-mem v0.0.0
 	github.com/boson-go/boson/backend-nats v0.0.0
 	github.com/boson-go/boson/backend-redis v0.0.0
@@ -40,6 +41,7 @@ require (
 )
 
 replace (
+	github.com/boson-go/boson/admin => ../admin
 	github.com/boson-go/boson/backend-mem => ../backend-mem
 	github.com/boson-go/boson/backend-nats => ../backend-nats
 	github.com/boson-go/boson/backend-redis => ../backend-redis

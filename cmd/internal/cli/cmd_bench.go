@@ -121,7 +121,7 @@ func runBench(ctx context.Context, c *call) error {
 			}
 		}
 	}
-	if err := cfg.WithDefaults().Validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return err
 	}
 	var reports []*bench.Report

@@ -96,10 +96,17 @@ func runStats(ctx context.Context, c *call) error {
 		}
 	}
 	if c.jsonOut {
-		if out.Queues == nil && out.Tasks == nil {
+		if len(statsTasks) > 0 {
+			return c.printJSON(struct {
+				Tasks []core.TaskStats `json:"tasks"`
+			}{out.Tasks})
+		}
+		if out.Queues == nil {
 			out.Queues = []core.QueueInfo{}
 		}
-		return c.printJSON(out)
+		return c.printJSON(struct {
+			Queues []core.QueueInfo `json:"queues"`
+		}{out.Queues})
 	}
 	tw := tabwriter.NewWriter(c.env.Stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
 	if len(statsTasks) > 0 {

@@ -42,7 +42,7 @@ func openNATS(ctx context.Context, raw string, opts Options) (*Store, error) {
 	// Messages published by this connection: commands, acks and requests.
 	s.wireFn = func() int64 { return int64(nc.Stats().OutMsgs) }
 	s.onClose(func() error { nc.Close(); return nil })
-	if opts.Isolate {
+	if opts.drops() {
 		s.isolated = true
 		s.onClose(func() error { return natsq.DeleteNamespace(context.Background(), nc, ns) })
 	}

@@ -47,7 +47,7 @@ func openPostgres(ctx context.Context, raw string, opts Options) (*Store, error)
 	s.Backend, s.migrate = b, b.Migrate
 	s.Location = u.Redacted() + " schema " + schema
 	s.onClose(func() error { pool.Close(); return nil })
-	if opts.Isolate {
+	if opts.drops() {
 		s.isolated = true
 		s.onClose(func() error {
 			_, err := pool.Exec(context.Background(), `DROP SCHEMA IF EXISTS "`+schema+`" CASCADE`)

@@ -47,7 +47,7 @@ func openRedis(ctx context.Context, raw string, opts Options) (*Store, error) {
 	s.Backend = b
 	s.Location = u.Redacted() + " prefix " + prefix
 	s.onClose(client.Close)
-	if opts.Isolate {
+	if opts.drops() {
 		s.isolated = true
 		s.onClose(func() error { return dropRedisPrefix(client, prefix) })
 	}

@@ -61,6 +61,16 @@ func openSQLite(ctx context.Context, raw, rest string, opts Options) (*Store, er
 	if dir != "" {
 		s.onClose(func() error { return os.RemoveAll(dir) })
 	}
+	if opts.DropOnClose && dir == "" {
+		s.onClose(func() error {
+			for _, suffix := range []string{"", "-wal", "-shm"} {
+				if err := os.Remove(path + suffix); err != nil && !os.IsNotExist(err) {
+					return err
+				}
+			}
+			return nil
+		})
+	}
 	s.onClose(b.Close)
 	return s, nil
 }

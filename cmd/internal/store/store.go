@@ -33,7 +33,14 @@ type Options struct {
 	// delete it with everything in it. Benchmarks use it so that runs do
 	// not see each other's jobs.
 	Isolate bool
+	// DropOnClose makes Close delete the schema, key prefix, namespace or
+	// SQLite file that the URL names, with everything in it. Tests use it
+	// to clean up after themselves.
+	DropOnClose bool
 }
+
+// drops reports whether Close must delete the store's data.
+func (o Options) drops() bool { return o.Isolate || o.DropOnClose }
 
 // Store is an open backend with what the command needs around it.
 type Store struct {

@@ -1,0 +1,64 @@
+package cli
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/boson-go/boson/cmd/internal/bench"
+)
+
+// TestBenchSmoke runs a small benchmark on every store at hand and checks
+// its self-check and the shape of its report (not its speed).
+func TestBenchSmoke(t *testing.T) {
+	urls := map[string]string{"mem": "mem:", "sqlite": "sqlite:" + filepath.Join(t.TempDir(), "bench.db")}
+	for kind, env := range map[string]string{"postgres": "BOSON_TEST_POSTGRES_URL", "redis": "BOSON_TEST_REDIS_URL", "nats": "BOSON_TEST_NATS_URL"} {
+		if u := os.Getenv(env); u != "" {
+			urls[kind] = u
+		}
+	}
+	for kind, url := range urls {
+		t.Run(kind, func(t *testing.T) {
+			dir := t.TempDir()
+			svg, out := filepath.Join(dir, "chart.svg"), filepath.Join(dir, "report.json")
+			r := must(t, ExitOK, "bench", url, "--quick", "-n", "1000", "--json", "--svg", svg, "--out", out,
+				"--scenarios", "ceiling,batch,mixed,roundtrip,idle", "--idle-duration", "1s")
+			o := decode[benchOut](t, r)
+			if len(o.Reports) != 1 || o.Reports[0].Kind != kind {
+				t.Fatalf("reports: %+v", o.Reports)
+			}
+			rep := o.Reports[0]
+			seen := map[string]bench.Result{}
+			for _, res := range rep.Results {
+				seen[res.Scenario] = res
+				if len(res.Problems) > 0 {
+					t.Errorf("%s: %v", res.Scenario, res.Problems)
+				}
+			}
+			for _, s := range []string{"ceiling", "batch-noop", "batch-work", "mixed", "roundtrip", "idle"} {
+				if _, ok := seen[s]; !ok {
+					t.Errorf("no %s result", s)
+				}
+			}
+			if b := seen["batch-noop"]; b.Jobs != 1000 || b.SpawnPerSec <= 0 || b.DrainPerSec <= 0 || b.ToDone.N != 1000 || b.DrainOfCeiling <= 0 {
+				t.Errorf("batch-noop: %+v", b)
+			}
+			if rt := seen["roundtrip"]; rt.ToDone.N != 20 || rt.ToDone.P50 <= 0 {
+				t.Errorf("roundtrip: %+v", rt)
+			}
+			if len(rep.Verdicts) == 0 {
+				t.Errorf("no verdicts")
+			}
+			b, err := os.ReadFile(svg)
+			if err != nil || !strings.HasPrefix(string(b), "<svg") || !strings.Contains(string(b), kind) {
+				t.Errorf("chart: %v %.80q", err, b)
+			}
+			// The saved report renders again without running.
+			r = must(t, ExitOK, "bench", "--from", out)
+			if !strings.Contains(r.stdout, "batch-noop") || !strings.Contains(r.stdout, "target") {
+				t.Errorf("bench --from:\n%s", r.stdout)
+			}
+		})
+	}
+}
