@@ -24,11 +24,14 @@ func newBackend(t testing.TB, opts sqliteq.Options) *sqliteq.Backend {
 	return b
 }
 
-func harness() conformance.Harness {
+func harness() conformance.Harness { return harnessSync("sqlite", "") }
+
+// harnessSync is the harness with the given synchronous setting.
+func harnessSync(name string, sync sqliteq.Synchronous) conformance.Harness {
 	return conformance.Harness{
-		Name: "sqlite",
+		Name: name,
 		New: func(t testing.TB, o conformance.Options) core.QueueBackend {
-			return newBackend(t, sqliteq.Options{Clock: o.Clock, Limits: o.Limits})
+			return newBackend(t, sqliteq.Options{Clock: o.Clock, Limits: o.Limits, Synchronous: sync})
 		},
 		Capabilities: conformance.Capabilities{Notify: true, TxEnqueue: true},
 		BeginTx: func(ctx context.Context, t testing.TB, b core.QueueBackend) (any, func() error, func() error) {
@@ -47,4 +50,9 @@ func TestConformance(t *testing.T) {
 
 func BenchmarkConformance(b *testing.B) {
 	conformance.Bench(b, harness())
+}
+
+// BenchmarkConformanceSyncNormal measures the cheaper durability setting.
+func BenchmarkConformanceSyncNormal(b *testing.B) {
+	conformance.Bench(b, harnessSync("sqlite-normal", sqliteq.SyncNormal))
 }

@@ -31,7 +31,10 @@ CREATE TABLE {s}jobs (
 CREATE INDEX jobs_claim ON {s}jobs (queue, priority, run_at, id) WHERE state IN ('queued', 'sleeping');
 CREATE UNIQUE INDEX jobs_idempotency ON {s}jobs (queue, idempotency_key) WHERE idempotency_key IS NOT NULL;
 CREATE INDEX jobs_lease ON {s}jobs (lease_expires_at) WHERE state = 'running';
+-- Rescue finds jobs past a cancellation deadline here; the claim finds the
+-- due ones of its queue in the second. Jobs without a deadline are in neither.
 CREATE INDEX jobs_deadline ON {s}jobs (deadline_at) WHERE deadline_at IS NOT NULL AND state IN ('queued', 'running', 'sleeping');
+CREATE INDEX jobs_claim_deadline ON {s}jobs (queue, deadline_at) WHERE deadline_at IS NOT NULL AND state IN ('queued', 'sleeping');
 CREATE INDEX jobs_finished ON {s}jobs (finished_at, id) WHERE state IN ('succeeded', 'failed', 'cancelled');
 CREATE INDEX jobs_task ON {s}jobs (task, state);
 CREATE INDEX jobs_task_created ON {s}jobs (task, created_at);
