@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
-
-	"github.com/boson-go/boson/core"
 )
 
 // Handler serves the JSON API under /api/v1/ and the dashboard under /.
@@ -170,4 +168,3 @@ func requireJSON(r *http.Request, body []byte) error {
 }
 
 var _ http.Handler = (*Handler)(nil)
-var _ = core.DefaultQueue

@@ -54,8 +54,8 @@ func match(pattern, path string) (params, bool) {
 	return out, true
 }
 
-// find returns the route for r, or allowed methods when only the method
-// did not match.
+// findRoute returns the route for method and path, or the allowed
+// methods when only the method did not match.
 func findRoute(routes []route, method, path string) (*route, params, []string) {
 	var allowed []string
 	for i := range routes {

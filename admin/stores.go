@@ -52,7 +52,7 @@ func (s stores) forQueue(queue string) (core.QueueBackend, error) {
 	return s.router.Resolve(queue)
 }
 
-// findJob runs fn on the backend that holds job id.
+// findJob returns job id and the backend that holds it, or ErrNotFound.
 func (s stores) findJob(ctx context.Context, id string) (core.QueueBackend, core.Job, error) {
 	var lastErr error
 	for _, b := range s.all() {
