@@ -201,6 +201,12 @@ func (b *Backend) loadSnapshot(ctx context.Context) (*state, error) {
 // pointer's snapshot covers is purged. The Backend compacts by itself
 // every CompactEvery commands; Compact is for doing it now.
 func (b *Backend) Compact(ctx context.Context) (uint64, error) {
+	return b.compact(ctx, 0)
+}
+
+// compact takes a snapshot unless the newest one is fewer than minGap
+// commands behind this replica.
+func (b *Backend) compact(ctx context.Context, minGap uint64) (uint64, error) {
 	if err := b.isClosed(); err != nil {
 		return 0, err
 	}
@@ -214,7 +220,7 @@ func (b *Backend) Compact(ctx context.Context) (uint64, error) {
 	}
 	b.mu.RLock()
 	seq := b.st.applied
-	if seq <= p.Seq {
+	if seq <= p.Seq+minGap {
 		b.mu.RUnlock()
 		b.noteSnapshot(p.Seq)
 		return p.Seq, nil
@@ -303,7 +309,7 @@ func (b *Backend) maybeCompact(seq uint64) {
 			case <-ctx.Done():
 			}
 		}()
-		if _, err := b.Compact(ctx); err != nil && b.isClosed() == nil {
+		if _, err := b.compact(ctx, uint64(every)); err != nil && b.isClosed() == nil {
 			b.log.Warn("compacting the command log failed", "err", err)
 		}
 	}()
