@@ -133,12 +133,58 @@ func (b *Backend) queueOf(ctx context.Context, id string) (queue string, ok bool
 	}
 	q, err = b.rdb.HGet(ctx, b.ks.jobQueue(), id).Result()
 	if errors.Is(err, redis.Nil) {
-		return "", false, nil
+		found, err := b.searchQueues(ctx, []string{id})
+		if err != nil {
+			return "", false, err
+		}
+		q, ok := found[id]
+		return q, ok, nil
 	}
 	if err != nil {
 		return "", false, wrap("find job", err)
 	}
 	return q, true, nil
+}
+
+// searchQueues looks for jobs that {prefix}:jobq does not map in every
+// queue, and maps the ones it finds again. The map can only lack a stored
+// job when the node of the {prefix} slot lost writes that the node of the
+// job's queue kept (a failover or restart on a cluster).
+func (b *Backend) searchQueues(ctx context.Context, ids []string) (map[string]string, error) {
+	qs, err := b.rdb.SMembers(ctx, b.ks.queues()).Result()
+	if err != nil {
+		return nil, wrap("find job", err)
+	}
+	out := map[string]string{}
+	if len(qs) == 0 {
+		return out, nil
+	}
+	pipe := b.rdb.Pipeline()
+	cmds := make([][]*redis.BoolCmd, len(qs))
+	for i, q := range qs {
+		for _, id := range ids {
+			cmds[i] = append(cmds[i], pipe.HExists(ctx, b.ks.queueKeys(q)[kJob], id+"|st"))
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, wrap("find job", err)
+	}
+	var repair []any
+	for i, q := range qs {
+		for n, id := range ids {
+			if cmds[i][n].Val() {
+				out[id] = q
+				repair = append(repair, id, q)
+			}
+		}
+	}
+	if len(repair) > 0 {
+		if err := b.rdb.HSet(ctx, b.ks.jobQueue(), repair...).Err(); err != nil {
+			return nil, wrap("find job", err)
+		}
+		b.opts.Logger.Warn("redisq: restored lost job-to-queue entries", "jobs", len(repair)/2)
+	}
+	return out, nil
 }
 
 // queuesOf maps many job ids to their queues in one round trip for the ids
@@ -162,9 +208,21 @@ func (b *Backend) queuesOf(ctx context.Context, ids []string) (map[string]string
 	if err != nil {
 		return nil, wrap("find jobs", err)
 	}
+	var unknown []string
 	for i, v := range vals {
 		if s, ok := v.(string); ok {
 			out[miss[i]] = s
+		} else {
+			unknown = append(unknown, miss[i])
+		}
+	}
+	if len(unknown) > 0 {
+		found, err := b.searchQueues(ctx, unknown)
+		if err != nil {
+			return nil, err
+		}
+		for id, q := range found {
+			out[id] = q
 		}
 	}
 	return out, nil

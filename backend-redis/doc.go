@@ -70,7 +70,10 @@
 // removed again; an entry left behind by a crash maps an id that has no job,
 // which reads as not found. Cleanup removes the entries of the jobs it
 // deletes. A Backend also remembers the queue of every job it claimed, so a
-// worker's heartbeats and completions cost one script call each.
+// worker's heartbeats and completions cost one script call each. An id the
+// map does not know is looked for in every queue before it is reported
+// unknown, and mapped again when found: on a cluster the node of the
+// {prefix} slot may lose writes in a failover that the queue's node kept.
 //
 // # Redis Cluster
 //

@@ -291,3 +291,27 @@ func (b *Backend) mustClaim(t *testing.T, queue string, limit int) []core.Job {
 	}
 	return jobs
 }
+
+// TestLostJobMapIsRestored: a job whose id -> queue entry was lost (as a
+// failover of the {prefix} slot's node could) is found in its queue and
+// mapped again.
+func TestLostJobMapIsRestored(t *testing.T) {
+	ctx := context.Background()
+	clock := core.NewManualClock(time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC))
+	c := standaloneClient(t)
+	b := newBackend(t, c, Options{Clock: clock})
+	j := b.mustEnqueue(t, core.EnqueueRequest{Queue: "q", Task: "t"})
+	if err := c.HDel(ctx, b.ks.jobQueue(), j.ID).Err(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := b.GetJob(ctx, j.ID)
+	if err != nil || got.ID != j.ID {
+		t.Fatalf("GetJob: %+v %v", got, err)
+	}
+	if q, err := c.HGet(ctx, b.ks.jobQueue(), j.ID).Result(); err != nil || q != "q" {
+		t.Fatalf("map entry %q %v", q, err)
+	}
+	if _, err := b.GetJob(ctx, "01ARZ3NDEKTSV4RRFFQ69G5FAV"); !errors.Is(err, core.ErrNotFound) {
+		t.Fatalf("unknown job: %v", err)
+	}
+}
