@@ -119,6 +119,9 @@ func run(ctx context.Context, stdout io.Writer, args []string) error {
 			fmt.Fprintf(stdout, "  => delivered, status %d, after %d attempt(s)\n", status, len(runs))
 		}
 	}
+	if err := worker.Shutdown(ctx); err != nil { // settles the counters
+		return err
+	}
 	m := worker.Metrics()
 	fmt.Fprintf(stdout, "done: %d executions, %d completed, %d failed attempts\n", m.Total.Executions, m.Total.Completed, m.Total.Failed)
 	return nil
