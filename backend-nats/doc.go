@@ -72,7 +72,7 @@
 // # Compaction
 //
 // Every CompactEvery commands (default 100,000) a Backend stores a snapshot
-// of its state at log position S as the object "state-S" in the object
+// of its state at log position S as the object "state-S-<id>" in the object
 // store BOSON_<namespace>_snap, moves the key "snapshot" of the key-value
 // bucket BOSON_<namespace>_meta to it with a revision compare-and-set that
 // only ever moves it forward, and then purges the log below

@@ -14,7 +14,7 @@ import (
 )
 
 // Compaction. A snapshot is a replica's whole state at one log position S,
-// stored as object "state-S" in the object store BOSON_<ns>_snap. The key
+// stored as object "state-S-<id>" in the object store BOSON_<ns>_snap. The key
 // "snapshot" of the key-value bucket BOSON_<ns>_meta points at the newest
 // one; it only ever moves forward, by revision compare-and-set. Once it
 // points at S, the log below S+1-CompactKeep is purged. A new replica
@@ -230,7 +230,9 @@ func (b *Backend) compact(ctx context.Context, minGap uint64) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("natsq: encode snapshot: %w", err)
 	}
-	name := "state-" + strconv.FormatUint(seq, 10)
+	// The name is unique even when two processes snapshot the same
+	// position, so that the loser of the pointer race deletes only its own.
+	name := "state-" + strconv.FormatUint(seq, 10) + "-" + core.NewID(time.Now())
 	if _, err := obs.PutBytes(ctx, name, data); err != nil {
 		return 0, fmt.Errorf("natsq: store snapshot: %w", err)
 	}
@@ -264,7 +266,7 @@ func (b *Backend) compact(ctx context.Context, minGap uint64) (uint64, error) {
 	}
 	if infos, err := obs.List(ctx); err == nil {
 		for _, oi := range infos {
-			n, err := strconv.ParseUint(strings.TrimPrefix(oi.Name, "state-"), 10, 64)
+			n, err := strconv.ParseUint(strings.SplitN(strings.TrimPrefix(oi.Name, "state-"), "-", 2)[0], 10, 64)
 			if err == nil && n < seq {
 				_ = obs.Delete(ctx, oi.Name)
 			}
