@@ -65,7 +65,10 @@ var leaseScenarios = []scenario{
 		e.must(boson.Register(w, echoTask, func(ctx context.Context, n int) (int, error) {
 			if calls.Add(1) == 1 {
 				<-gate
-				_, err := stepTwo.Run(ctx, func(context.Context) (int, error) { return -1, nil })
+				// The worker may already have cancelled ctx (it watches its
+				// running jobs); write without that cancellation so that the
+				// backend's fencing is what refuses the stale write.
+				_, err := stepTwo.Run(context.WithoutCancel(ctx), func(context.Context) (int, error) { return -1, nil })
 				staleErr <- err
 				<-ctx.Done()
 				staleCtx <- context.Cause(ctx)

@@ -99,8 +99,9 @@ func waitTerminal(ctx context.Context, b core.QueueBackend, id, queue string, ma
 }
 
 // Cancel cancels the task if it is queued, sleeping or running; a running
-// attempt loses its lease and its handler's context is cancelled at the next
-// heartbeat. Cancelling a cancelled task is a no-op; a finished task gives
+// attempt loses its lease at once, and its handler's context is cancelled
+// within about a second on a backend that notifies, else at the worker's
+// next heartbeat. Cancelling a cancelled task is a no-op; a finished task gives
 // an error wrapping [core.ErrInvalidState].
 func (h *Handle[Out]) Cancel(ctx context.Context, reason string) error {
 	_, err := h.b.Cancel(ctx, h.job.ID, reason)

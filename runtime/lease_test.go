@@ -61,7 +61,9 @@ func TestLeaseLostFencesWrites(t *testing.T) {
 		calls++
 		if calls == 1 {
 			<-gate
-			_, err := stepA.Run(ctx, func(context.Context) (int, error) { return 1, nil })
+			// Without ctx's cancellation (the worker may have noticed the
+			// rescue already), so that fencing is what refuses the write.
+			_, err := stepA.Run(context.WithoutCancel(ctx), func(context.Context) (int, error) { return 1, nil })
 			stale <- err
 			<-ctx.Done()
 			return addOut{}, ctx.Err()
@@ -127,4 +129,25 @@ func TestAttemptTimeout(t *testing.T) {
 	if j := e.job(h.ID()); j.LastError == "" || !contains(j.LastError, "timed out") {
 		t.Fatalf("last error %q", j.LastError)
 	}
+}
+
+// A backend that notifies lets the worker notice a cancellation long
+// before the next heartbeat.
+func TestCancelNoticedBeforeHeartbeat(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	w := e.worker(func(o *boson.WorkerOptions) { o.LeaseTTL = 2 * time.Hour; o.HeartbeatInterval = time.Hour })
+	started := make(chan struct{})
+	_ = boson.Register(w, addTask, func(ctx context.Context, in addIn) (addOut, error) {
+		close(started)
+		<-ctx.Done()
+		return addOut{}, ctx.Err()
+	})
+	e.start(w)
+	h, _ := boson.Spawn(ctx, e.client, addTask, addIn{})
+	<-started
+	if err := h.Cancel(ctx, "now"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the handler to stop", func() bool { return w.Metrics().Total.Cancelled == 1 })
 }

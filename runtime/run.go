@@ -93,6 +93,7 @@ func (w *Worker) execute(q queueSource, c *counterSet, job core.Job) {
 	supDone := make(chan struct{})
 	supStopped := make(chan struct{})
 	go a.supervise(supDone, supStopped)
+	w.watch.add(a)
 
 	runCtx := withAttempt(ctx, a)
 	runCtx = WithActorContext(runCtx, job.Actor)
@@ -113,6 +114,7 @@ func (w *Worker) execute(q queueSource, c *counterSet, job core.Job) {
 	}
 	stopTimeout()
 	c.execNanos.Add(int64(time.Since(start)))
+	w.watch.remove(a)
 	close(supDone)
 	<-supStopped
 	releaseExec() // the outcome write below overlaps the next claim

@@ -38,6 +38,7 @@ type Worker struct {
 
 	stopClaim  chan struct{} // closed when Shutdown begins
 	claimDone  chan struct{} // closed when the claim loop has returned
+	stopWatch  chan struct{} // closed when every attempt has finished
 	baseCtx    context.Context
 	hardCancel context.CancelCauseFunc // cancels running attempts
 	slotFreed  chan struct{}
@@ -46,6 +47,7 @@ type Worker struct {
 	runs       sync.WaitGroup
 	loops      sync.WaitGroup
 	completer  *completer
+	watch      *watcher
 }
 
 type queueSource struct {
@@ -106,6 +108,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	w.started = true
 	w.stopClaim = make(chan struct{})
+	w.stopWatch = make(chan struct{})
 	w.slotFreed = make(chan struct{}, 1)
 	w.baseCtx, w.hardCancel = context.WithCancelCause(context.WithoutCancel(ctx))
 	w.chain = w.dispatchExec
@@ -120,7 +123,13 @@ func (w *Worker) Start(ctx context.Context) error {
 		defer w.loops.Done()
 		w.completer.loop()
 	}()
+	w.watch = newWatcher()
 	wake, unsubscribe := w.subscribe()
+	w.loops.Add(1)
+	go func() {
+		defer w.loops.Done()
+		w.watch.loop(w.baseCtx, w.stopWatch)
+	}()
 	w.claimDone = make(chan struct{})
 	go w.claimLoop(wake, unsubscribe)
 	if w.opts.RescueInterval > 0 {
@@ -188,6 +197,7 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 	}
 	w.hardCancel(errShutdown)
 	<-drained
+	close(w.stopWatch)
 	w.completer.close()
 	w.loops.Wait()
 	close(w.stopped)
@@ -275,6 +285,7 @@ func (w *Worker) subscribe() (<-chan struct{}, func()) {
 					if !open {
 						return
 					}
+					w.watch.signal(q.name)
 					select {
 					case wake <- struct{}{}:
 					default:
