@@ -229,9 +229,9 @@ func (b *Backend) queuesOf(ctx context.Context, ids []string) (map[string]string
 }
 
 // run executes a script on one queue group.
-func (b *Backend) run(ctx context.Context, s *redis.Script, queue string, args ...any) (any, error) {
+func (b *Backend) run(ctx context.Context, s *luaScript, queue string, args ...any) (any, error) {
 	full := make([]any, 0, len(args)+2)
 	full = append(full, b.nowArg(), b.ks.channel(queue))
 	full = append(full, args...)
-	return s.Run(ctx, b.rdb, b.ks.queueKeys(queue), full...).Result()
+	return b.eval(ctx, s, b.ks.queueKeys(queue), full...)
 }

@@ -16,7 +16,7 @@ func notFound(op, id string) error {
 
 // jobScript runs a script that addresses one job by id and returns
 // {'ok', job}, {'notfound'} or {'state', state}.
-func (b *Backend) jobScript(ctx context.Context, op string, s *redis.Script, id string, args ...any) (core.Job, error) {
+func (b *Backend) jobScript(ctx context.Context, op string, s *luaScript, id string, args ...any) (core.Job, error) {
 	if err := b.check(op); err != nil {
 		return core.Job{}, err
 	}
@@ -91,6 +91,9 @@ func (b *Backend) Rescue(ctx context.Context, req core.RescueRequest) (core.Resc
 	if err != nil {
 		return out, err
 	}
+	if qs, err = b.withLeasesOrDeadlines(ctx, qs); err != nil {
+		return out, err
+	}
 	for _, q := range qs {
 		left := req.Limit - out.Total()
 		if left <= 0 {
@@ -107,6 +110,31 @@ func (b *Backend) Rescue(ctx context.Context, req core.RescueRequest) (core.Resc
 		out.Requeued += int(toInt(arr[0]))
 		out.Failed += int(toInt(arr[1]))
 		out.Cancelled += int(toInt(arr[2]))
+	}
+	return out, nil
+}
+
+// withLeasesOrDeadlines keeps the queues that have a running job or a
+// pending deadline, the only ones a rescue pass can change, in one round
+// trip, so that an idle pass costs two commands however many queues exist.
+func (b *Backend) withLeasesOrDeadlines(ctx context.Context, qs []string) ([]string, error) {
+	if len(qs) == 0 {
+		return qs, nil
+	}
+	pipe := b.rdb.Pipeline()
+	cmds := make([][2]*redis.IntCmd, len(qs))
+	for i, q := range qs {
+		keys := b.ks.queueKeys(q)
+		cmds[i] = [2]*redis.IntCmd{pipe.ZCard(ctx, keys[kLease]), pipe.ZCard(ctx, keys[kDead])}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, wrap("rescue", err)
+	}
+	var out []string
+	for i, q := range qs {
+		if cmds[i][0].Val() > 0 || cmds[i][1].Val() > 0 {
+			out = append(out, q)
+		}
 	}
 	return out, nil
 }

@@ -17,6 +17,14 @@
 // writes a script's effects to the AOF and to replicas as one MULTI/EXEC
 // block.
 //
+// The client never sends a script call again by itself (go-redis would
+// after a read timeout): a call whose reply was lost may have run, and a
+// transition run twice is not what was asked for. Such a call returns an
+// error whose outcome is unknown, as the core contract allows; set the
+// client's ReadTimeout above the run time of the largest batch. While a
+// script runs, Redis serves nothing else, so very large batches (the
+// default limit is 10,000) pause every other client for their duration.
+//
 // Every key a script touches is passed in KEYS; none is built inside a
 // script. That is why the jobs of a queue are not one hash per job but one
 // hash per queue with a field per job attribute ("<id>|<attribute>"): the

@@ -188,7 +188,7 @@ func (b *Backend) Enqueue(ctx context.Context, reqs []core.EnqueueRequest) ([]co
 
 // enqueueCall runs one enqueue script call and turns refusals into errors.
 func (b *Backend) enqueueCall(ctx context.Context, keys []string, args []any, jobs []core.Job, gs []*enqueueGroup) ([]any, error) {
-	res, err := scriptEnqueue.Run(ctx, b.rdb, keys, args...).Result()
+	res, err := b.eval(ctx, scriptEnqueue, keys, args...)
 	if err != nil {
 		return nil, wrap("enqueue", err)
 	}

@@ -136,7 +136,16 @@ func TestLargestBatches(t *testing.T) {
 	}
 	ctx := context.Background()
 	clock := core.NewManualClock(time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC))
-	b := newBackend(t, standaloneClient(t), Options{Clock: clock})
+	// A script over 10,000 jobs may run for seconds on a busy machine: give
+	// the client room to wait for it rather than time out.
+	opt, err := redis.ParseURL(standaloneURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opt.ReadTimeout = 5 * time.Minute
+	c := redis.NewClient(opt)
+	t.Cleanup(func() { c.Close() })
+	b := newBackend(t, c, Options{Clock: clock})
 	max := core.DefaultLimits.MaxBatch
 	reqs := make([]core.EnqueueRequest, max)
 	for i := range reqs {
