@@ -66,6 +66,15 @@
 // [core.Notifier] where the backend has it, polling otherwise), snapshots,
 // cancels and retries.
 //
+// # Topologies
+//
+// Embedded: one binary holds a [Client] and a [Worker] over the same
+// backend. Remote workers: producers hold only a Client (it starts no
+// goroutines), and separate worker processes run Workers over the same
+// store, each with a unique id (the default combines host, process id and
+// a random suffix; [WorkerOptionsFromEnv] reads BOSON_WORKER_ID,
+// BOSON_QUEUES, BOSON_CONCURRENCY and the other documented variables).
+//
 // # Operations
 //
 // Workers rescue expired leases in bounded passes, apply each queue's
