@@ -151,7 +151,9 @@ func (s Step[T]) Run(ctx context.Context, fn func(ctx context.Context) (T, error
 // returns a [*SuspendError] that the handler must return: the worker then
 // releases the claim and no goroutine waits. Once the wake time has come
 // the task runs again from the start, replays its steps, and SleepFor
-// returns nil.
+// returns nil. A name is one sleep for the life of the task: a loop that
+// sleeps on each iteration must name each iteration's sleep ("poll-1",
+// "poll-2", ...), as it must its steps.
 func SleepFor(ctx context.Context, name string, d time.Duration) error {
 	a, err := attemptFrom(ctx)
 	if err != nil {
