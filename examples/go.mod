@@ -8,6 +8,7 @@ require (
 	github.com/boson-go/boson/conformance v0.0.0
 	github.com/boson-go/boson/core v0.0.0
 	github.com/boson-go/boson/runtime v0.0.0
+	github.com/jackc/pgx/v5 v5.13.0
 )
 
 require (
@@ -28,7 +29,6 @@ require (
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/jackc/pgpassfile v1.0.0 // indirect
 	github.com/jackc/pgservicefile v0.0.0-20240606120523-5a60cdf6a761 // indirect
-	github.com/jackc/pgx/v5 v5.13.0 // indirect
 	github.com/jackc/puddle/v2 v2.2.3 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/moby/docker-image-spec v1.3.1 // indirect
