@@ -222,7 +222,17 @@ var workerScenarios = []scenario{
 		e.waitState(unknown.ID(), core.StateFailed)
 		e.eventually("counters", func() bool { return w.Metrics().Total.Completed == 3 && w.Metrics().Total.Suspended == 1 })
 		m := w.Metrics()
-		strip := func(c boson.Counters) boson.Counters { c.ExecutionTime = 0; return c }
+		strip := func(c boson.Counters) boson.Counters {
+			var total int64
+			for _, n := range c.ExecutionHistogram {
+				total += n
+			}
+			if total != c.Executions {
+				e.Fatalf("histogram %v counts %d of %d executions", c.ExecutionHistogram, total, c.Executions)
+			}
+			c.ExecutionTime, c.ExecutionHistogram = 0, [len(boson.ExecutionBuckets) + 1]int64{}
+			return c
+		}
 		if got, want := strip(m.Queues["m1"]), (boson.Counters{Claimed: 3, Executions: 3, Completed: 2, Failed: 1}); got != want {
 			e.Fatalf("m1 %+v", got)
 		}

@@ -32,6 +32,19 @@ type Counters struct {
 	Unhandled int64
 	// ExecutionTime sums the wall-clock duration of executions.
 	ExecutionTime time.Duration
+	// ExecutionHistogram counts executions by duration: element i counts
+	// those that took more than ExecutionBuckets[i-1] and at most
+	// ExecutionBuckets[i]; the last element counts those above every bound.
+	ExecutionHistogram [len(ExecutionBuckets) + 1]int64
+}
+
+// ExecutionBuckets are the upper bounds of [Counters.ExecutionHistogram],
+// chosen to suit exporters such as Prometheus histograms.
+var ExecutionBuckets = [...]time.Duration{
+	5 * time.Millisecond, 10 * time.Millisecond, 25 * time.Millisecond, 50 * time.Millisecond,
+	100 * time.Millisecond, 250 * time.Millisecond, 500 * time.Millisecond, time.Second,
+	2500 * time.Millisecond, 5 * time.Second, 10 * time.Second, 30 * time.Second,
+	time.Minute, 5 * time.Minute,
 }
 
 // MetricsSnapshot is a consistent-enough copy of a worker's counters: the
@@ -45,10 +58,21 @@ type MetricsSnapshot struct {
 type counterSet struct {
 	claimed, claimErrors, executions, completed, failed, leaseLost, cancelled, suspended, unhandled atomic.Int64
 	execNanos                                                                                       atomic.Int64
+	hist                                                                                            [len(ExecutionBuckets) + 1]atomic.Int64
+}
+
+// observe records one execution's duration.
+func (c *counterSet) observe(d time.Duration) {
+	c.execNanos.Add(int64(d))
+	i := 0
+	for i < len(ExecutionBuckets) && d > ExecutionBuckets[i] {
+		i++
+	}
+	c.hist[i].Add(1)
 }
 
 func (c *counterSet) snapshot() Counters {
-	return Counters{
+	out := Counters{
 		Claimed:       c.claimed.Load(),
 		ClaimErrors:   c.claimErrors.Load(),
 		Executions:    c.executions.Load(),
@@ -60,6 +84,10 @@ func (c *counterSet) snapshot() Counters {
 		Unhandled:     c.unhandled.Load(),
 		ExecutionTime: time.Duration(c.execNanos.Load()),
 	}
+	for i := range c.hist {
+		out.ExecutionHistogram[i] = c.hist[i].Load()
+	}
+	return out
 }
 
 func (t *Counters) add(c Counters) {
@@ -73,6 +101,9 @@ func (t *Counters) add(c Counters) {
 	t.Suspended += c.Suspended
 	t.Unhandled += c.Unhandled
 	t.ExecutionTime += c.ExecutionTime
+	for i, n := range c.ExecutionHistogram {
+		t.ExecutionHistogram[i] += n
+	}
 }
 
 // Metrics returns a snapshot of the worker's counters.

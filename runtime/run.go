@@ -113,7 +113,7 @@ func (w *Worker) execute(q queueSource, c *counterSet, job core.Job) {
 		err = fmt.Errorf("%w (%v)", context.Cause(runCtx), err)
 	}
 	stopTimeout()
-	c.execNanos.Add(int64(time.Since(start)))
+	c.observe(time.Since(start))
 	w.watch.remove(a)
 	close(supDone)
 	<-supStopped

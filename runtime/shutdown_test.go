@@ -128,7 +128,14 @@ func TestMiddlewareOrderAndMetrics(t *testing.T) {
 	m := w.Metrics()
 	want2 := boson.Counters{Claimed: 3, Executions: 2, Completed: 1, Failed: 1, Unhandled: 1}
 	got2 := m.Total
-	got2.ExecutionTime = 0
+	var inHist int64
+	for _, n := range got2.ExecutionHistogram {
+		inHist += n
+	}
+	if inHist != 2 {
+		t.Fatalf("histogram %v", got2.ExecutionHistogram)
+	}
+	got2.ExecutionTime, got2.ExecutionHistogram = 0, [len(boson.ExecutionBuckets) + 1]int64{}
 	if got2 != want2 {
 		t.Fatalf("metrics %+v", got2)
 	}
