@@ -17,7 +17,7 @@ func (e *env) runBatch(ctx context.Context, name string, task boson.Task[benchIn
 	tr := newTracker(n, int64(n))
 	e.counting.OnComplete(tr.finished)
 	defer e.counting.OnComplete(nil)
-	u0 := readUsage()
+	u0, c0 := readUsage(), e.counting.Calls()
 	spawnTime, err := e.spawn(ctx, name+" spawn", queue, task, n, tr)
 	if err != nil {
 		return Result{}, err
@@ -49,6 +49,7 @@ func (e *env) runBatch(ctx context.Context, name string, task boson.Task[benchIn
 		ToDone:      percentiles(doneLat),
 		CPUSeconds:  (u1.cpu - u0.cpu).Seconds(),
 		PeakRSSMiB:  float64(u1.peakRSS) / (1 << 20),
+		CallsPerJob: perJob(diffCalls(c0, e.counting.Calls()), n),
 	}
 	res.Problems = append(tr.verify(n), e.checkCounts(ctx, queue, n)...)
 	return res, nil
@@ -69,7 +70,7 @@ func (e *env) runMixed(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	u0 := readUsage()
+	u0, c0 := readUsage(), e.counting.Calls()
 	if err := w.Start(ctx); err != nil {
 		return Result{}, err
 	}
@@ -122,6 +123,7 @@ func (e *env) runMixed(ctx context.Context) (Result, error) {
 		ToDone:      percentiles(doneLat),
 		CPUSeconds:  (u1.cpu - u0.cpu).Seconds(),
 		PeakRSSMiB:  float64(u1.peakRSS) / (1 << 20),
+		CallsPerJob: perJob(diffCalls(c0, e.counting.Calls()), total),
 	}
 	res.Problems = append(tr.verify(total), e.checkCounts(ctx, queue, total)...)
 	return res, nil

@@ -248,3 +248,12 @@ func (c *Counting) Cleanup(ctx context.Context, req core.CleanupRequest) (int, e
 	c.count("Cleanup")
 	return c.QueueBackend.Cleanup(ctx, req)
 }
+
+// perJob divides call counts by n jobs.
+func perJob(calls map[string]int64, n int) map[string]float64 {
+	out := make(map[string]float64, len(calls))
+	for k, v := range calls {
+		out[k] = float64(v) / float64(max(n, 1))
+	}
+	return out
+}

@@ -24,7 +24,7 @@ func (e *env) runIdle(ctx context.Context, wire wireCounter) (Result, error) {
 	defer func() { _ = shutdown(w) }()
 	// Let start-up traffic (first claim, first rescue pass) pass.
 	select {
-	case <-time.After(2 * time.Second):
+	case <-time.After(min(2*time.Second, e.cfg.IdleDuration)):
 	case <-ctx.Done():
 		return Result{}, ctx.Err()
 	}

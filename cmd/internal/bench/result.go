@@ -37,6 +37,9 @@ type Result struct {
 	CallsPerSec   float64            `json:"backend_calls_per_sec,omitempty"`
 	WirePerSec    float64            `json:"wire_per_sec,omitempty"`
 	CallsByMethod map[string]float64 `json:"calls_per_sec_by_method,omitempty"`
+	// CallsPerJob is how many backend calls of each method the runtime
+	// made per job (batch, mixed and scaling scenarios): round trips per job.
+	CallsPerJob map[string]float64 `json:"calls_per_job,omitempty"`
 	// Problems lists what the self-check found; empty means every job ran
 	// and completed exactly once and the backend's counts agree.
 	Problems []string `json:"problems,omitempty"`
@@ -78,17 +81,22 @@ func medianResult(runs []Result) Result {
 		}
 	}
 	medianFloats(ov, func(r Result) reflect.Value { return reflect.ValueOf(r) })
-	if out.CallsByMethod != nil {
+	medianMap := func(get func(Result) map[string]float64) map[string]float64 {
+		if get(out) == nil {
+			return nil
+		}
 		m := map[string]float64{}
-		for k := range out.CallsByMethod {
+		for k := range get(out) {
 			var vals []float64
 			for _, r := range runs {
-				vals = append(vals, r.CallsByMethod[k])
+				vals = append(vals, get(r)[k])
 			}
 			m[k] = median(vals)
 		}
-		out.CallsByMethod = m
+		return m
 	}
+	out.CallsByMethod = medianMap(func(r Result) map[string]float64 { return r.CallsByMethod })
+	out.CallsPerJob = medianMap(func(r Result) map[string]float64 { return r.CallsPerJob })
 	out.Problems = slices.Compact(out.Problems)
 	return out
 }

@@ -42,6 +42,11 @@ type Report struct {
 	Results []Result `json:"results"`
 	// AllRuns holds every run of every scenario.
 	AllRuns map[string][]Result `json:"all_runs"`
+	// LoadStart and LoadEnd are the machine's load averages (1, 5, 15
+	// minutes) when the run began and ended: a busy machine slows every
+	// figure but the CPU per job.
+	LoadStart string `json:"load_start,omitempty"`
+	LoadEnd   string `json:"load_end,omitempty"`
 	// Verdicts compare the medians with the published targets.
 	Verdicts []Verdict `json:"verdicts"`
 }
@@ -100,7 +105,7 @@ func Run(ctx context.Context, st Store, cfg Config, progressTo, logTo io.Writer)
 		return nil, err
 	}
 	e := &env{raw: st.Backend, counting: counting, backend: backend, client: client, cfg: cfg, prog: progress{w: progressTo}, logger: logger}
-	rep := &Report{Kind: st.Kind, Location: st.Location, Started: time.Now().UTC(), Machine: machine(), Config: cfg, AllRuns: map[string][]Result{}}
+	rep := &Report{Kind: st.Kind, Location: st.Location, Started: time.Now().UTC(), Machine: machine(), Config: cfg, AllRuns: map[string][]Result{}, LoadStart: loadAvg()}
 	say := func(format string, args ...any) {
 		if logTo != nil {
 			fmt.Fprintf(logTo, format+"\n", args...)
@@ -196,6 +201,7 @@ func (rep *Report) finish() {
 		}
 	}
 	rep.Verdicts = verdicts(rep.Kind, rep.Results)
+	rep.LoadEnd = loadAvg()
 	rep.Seconds = time.Since(rep.Started).Seconds()
 }
 
@@ -219,4 +225,17 @@ func summary(r Result) string {
 		parts = append(parts, "CHECK FAILED: "+strings.Join(r.Problems, "; "))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// loadAvg returns the first three fields of /proc/loadavg, or "".
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return ""
+	}
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
 }

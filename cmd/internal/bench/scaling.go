@@ -23,7 +23,7 @@ func (e *env) runScaling(ctx context.Context, name string, backlog int) (Result,
 	if err != nil {
 		return Result{}, err
 	}
-	u0 := readUsage()
+	u0, c0 := readUsage(), e.counting.Calls()
 	start := time.Now()
 	if err := w.Start(ctx); err != nil {
 		return Result{}, err
@@ -44,6 +44,7 @@ func (e *env) runScaling(ctx context.Context, name string, backlog int) (Result,
 		DrainPerSec: rate(m, elapsed),
 		CPUSeconds:  (u1.cpu - u0.cpu).Seconds(),
 		PeakRSSMiB:  float64(u1.peakRSS) / (1 << 20),
+		CallsPerJob: perJob(diffCalls(c0, e.counting.Calls()), m),
 	}
 	res.Problems = tr.verifyFinished()
 	return res, nil

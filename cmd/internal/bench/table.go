@@ -12,8 +12,11 @@ import (
 func WriteTable(w io.Writer, rep *Report) error {
 	fmt.Fprintf(w, "backend %s (%s) — %d CPUs, %s, %s; medians of %d run(s)\n",
 		rep.Kind, rep.Location, rep.Machine.CPUs, rep.Machine.CPU, rep.Machine.Go, rep.Config.Runs)
+	if rep.LoadStart != "" {
+		fmt.Fprintf(w, "load average at start %s, at end %s\n", rep.LoadStart, rep.LoadEnd)
+	}
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tjobs\tspawn/s\tdrain/s\tstart p50\tp90\tp99\tdone p50\tp90\tp99\tcpu s\trss MiB\tspawn/ceil\tdrain/ceil\tcheck\t")
+	fmt.Fprintln(tw, "scenario\tjobs\tspawn/s\tdrain/s\tstart p50\tp90\tp99\tdone p50\tp90\tp99\tcpu s\tcpu µs/job\trss MiB\tspawn/ceil\tdrain/ceil\tcheck\t")
 	for _, r := range rep.Results {
 		if r.Scenario == "idle" {
 			continue
@@ -26,11 +29,11 @@ func WriteTable(w io.Writer, rep *Report) error {
 		if len(r.Problems) > 0 {
 			check = "FAILED"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.0f\t%s\t%s\t%s\t\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%s\t%.0f\t%s\t%s\t%s\t\n",
 			r.Scenario, jobs, rateCell(r.SpawnPerSec), rateCell(r.DrainPerSec),
 			latCell(r.ToStart.P50, r.ToStart.N), latCell(r.ToStart.P90, r.ToStart.N), latCell(r.ToStart.P99, r.ToStart.N),
 			latCell(r.ToDone.P50, r.ToDone.N), latCell(r.ToDone.P90, r.ToDone.N), latCell(r.ToDone.P99, r.ToDone.N),
-			r.CPUSeconds, r.PeakRSSMiB, fracCell(r.SpawnOfCeiling), fracCell(r.DrainOfCeiling), check)
+			r.CPUSeconds, cpuPerJob(r), r.PeakRSSMiB, fracCell(r.SpawnOfCeiling), fracCell(r.DrainOfCeiling), check)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -48,6 +51,16 @@ func WriteTable(w io.Writer, rep *Report) error {
 			by = append(by, fmt.Sprintf("%s %.2f", k, r.CallsByMethod[k]))
 		}
 		fmt.Fprintf(w, " (%s); cpu %.3fs\n", strings.Join(by, ", "), r.CPUSeconds)
+	}
+	for _, r := range rep.Results {
+		if len(r.CallsPerJob) == 0 {
+			continue
+		}
+		var by []string
+		for _, k := range sortedKeys(r.CallsPerJob) {
+			by = append(by, fmt.Sprintf("%s %.3f", k, r.CallsPerJob[k]))
+		}
+		fmt.Fprintf(w, "backend calls per job, %s: %s\n", r.Scenario, strings.Join(by, ", "))
 	}
 	for _, r := range rep.Results {
 		for _, p := range r.Problems {
@@ -88,4 +101,13 @@ func fracCell(v float64) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.0f%%", v*100)
+}
+
+// cpuPerJob is the process's CPU time per job: spawn and drain together for
+// the batch scenarios. It depends far less on a busy machine than rates do.
+func cpuPerJob(r Result) string {
+	if r.Jobs == 0 || r.CPUSeconds == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f", r.CPUSeconds*1e6/float64(r.Jobs))
 }
