@@ -84,7 +84,7 @@ func Register[In, Out any](w *Worker, t Task[In, Out], fn func(ctx context.Conte
 }
 
 // RegisterExecutor makes w run exec for every job of the task named task.
-// It must be called before [Worker.Start].
+// It must be called before [Worker.Start], once per task.
 func (w *Worker) RegisterExecutor(task string, exec Executor, opts ...HandlerOption) error {
 	if err := core.ValidateName("task", task); err != nil {
 		return err
@@ -105,6 +105,9 @@ func (w *Worker) RegisterExecutor(task string, exec Executor, opts ...HandlerOpt
 	defer w.mu.Unlock()
 	if w.started {
 		return fmt.Errorf("%w: register %s before the worker starts", core.ErrInvalidState, task)
+	}
+	if _, dup := w.handlers[task]; dup {
+		return fmt.Errorf("%w: task %s is registered twice", core.ErrInvalidArgument, task)
 	}
 	w.handlers[task] = r
 	return nil

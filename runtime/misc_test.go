@@ -42,6 +42,8 @@ func TestPrimitivesOutsideATask(t *testing.T) {
 	}
 }
 
+var echoLate = boson.NewTask[int, int]("late")
+
 func TestWorkerValidation(t *testing.T) {
 	e := newEnv(t)
 	for name, o := range map[string]boson.WorkerOptions{
@@ -73,8 +75,14 @@ func TestWorkerValidation(t *testing.T) {
 	if err := boson.Register(w, childTask, func(context.Context, int) (int, error) { return 0, nil }, boson.AttemptTimeout(-1)); !errors.Is(err, core.ErrInvalidArgument) {
 		t.Fatalf("negative timeout: %v", err)
 	}
+	if err := boson.Register(w, childTask, func(context.Context, int) (int, error) { return 0, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := boson.Register(w, childTask, func(context.Context, int) (int, error) { return 0, nil }); !errors.Is(err, core.ErrInvalidArgument) {
+		t.Fatalf("registered twice: %v", err)
+	}
 	e.start(w)
-	if err := boson.Register(w, childTask, func(context.Context, int) (int, error) { return 0, nil }); !errors.Is(err, core.ErrInvalidState) {
+	if err := boson.Register(w, echoLate, func(context.Context, int) (int, error) { return 0, nil }); !errors.Is(err, core.ErrInvalidState) {
 		t.Fatalf("register after start: %v", err)
 	}
 }
