@@ -6,9 +6,9 @@ import (
 	"log/slog"
 	"strings"
 
-	"github.com/boson-go/boson/backend-sql/postgres"
 	natsq "github.com/boson-go/boson/backend-nats"
 	redisq "github.com/boson-go/boson/backend-redis"
+	"github.com/boson-go/boson/backend-sql/postgres"
 	"github.com/boson-go/boson/core"
 	"github.com/nats-io/nats.go"
 	"github.com/redis/go-redis/v9"
