@@ -101,8 +101,12 @@ func workerMain() error {
 // Worker processes sharing one server work 10,000 jobs: each is completed
 // exactly once and none is lost.
 func TestMultiProcessExactlyOnce(t *testing.T) {
+	t.Run("embedded", func(t *testing.T) { multiProcess(t, embeddedURL(t)) })
+	t.Run("server", func(t *testing.T) { multiProcess(t, externalURL(t)) })
+}
+
+func multiProcess(t *testing.T, url string) {
 	const total, procs = 10_000, 3
-	url := embeddedURL(t)
 	nc := connect(t, url)
 	ns := namespace("mp")
 	b := newBackend(t, nc, natsq.Options{Namespace: ns})
