@@ -31,7 +31,12 @@ func Example() {
 		panic(err)
 	}
 	defer backend.Close()
-	defer client.Del(ctx, client.Keys(ctx, "{"+prefix+"*").Val()...)
+	defer func() { // remove the example's keys
+		iter := client.Scan(ctx, 0, "{"+prefix+"*", 100).Iterator()
+		for iter.Next(ctx) {
+			client.Del(ctx, iter.Val())
+		}
+	}()
 
 	res, err := backend.Enqueue(ctx, []core.EnqueueRequest{{Queue: "mail", Task: "send", Payload: []byte(`{"to":"ada"}`)}})
 	if err != nil {
