@@ -38,54 +38,48 @@ flush()
 return {'ok', jobfields(k, id)}
 `
 
-// luaRescue runs one bounded rescue pass over one queue. ARGV: now,
-// channel, limit. Returns {requeued, failed, cancelled}.
+// luaRescue runs one bounded rescue pass over one queue: first jobs past a
+// cancellation deadline are cancelled, then running jobs whose lease
+// expired are queued again or failed. ARGV: now, channel, limit. Returns
+// {requeued, failed, cancelled}.
 const luaRescue = `
 local k = keys(1)
 local now = now_us()
 local nows = fmt(now)
 local limit = tonumber(ARGV[3])
 local req, failed, canc = 0, 0, 0
-local exp = redis.call('ZRANGEBYSCORE', k.lease, '-inf', nows, 'LIMIT', 0, limit)
-local handled = {}
-for _, id in ipairs(exp) do
+local dl = redis.call('ZRANGEBYSCORE', k.dead, '-inf', nows, 'LIMIT', 0, limit)
+for _, id in ipairs(dl) do
   local j = load(k, id)
-  if not j or j.st ~= 'running' then
-    later('ZREM', k.lease, id)
-  elseif tonumber(j.lx) <= now then
-    handled[id] = true
+  if j and (j.st == 'queued' or j.st == 'running' or j.st == 'sleeping') then
     local d, reason = deadline(j)
     if d and now >= d then
       finish(k, j, 'cancelled', now, 'cancelled', reason)
       canc = canc + 1
-    elseif tonumber(j.a) >= tonumber(j.ma) then
-      finish(k, j, 'failed', now, 'lost', 'lease expired')
-      failed = failed + 1
     else
-      setstate(k, j, 'queued')
-      later('ZREM', k.lease, id)
-      closerun(k, j, 'lost', now, 'lease expired')
-      jset(k, id, 'st', 'queued', 'ra', nows, 'rk', place(k, j, nows, now))
-      req = req + 1
+      setdeadline(k, j)
     end
+  else
+    later('ZREM', k.dead, id)
   end
 end
-local left = limit - req - failed - canc
+local left = limit - canc
 if left > 0 then
-  local dl = redis.call('ZRANGEBYSCORE', k.dead, '-inf', nows, 'LIMIT', 0, left)
-  for _, id in ipairs(dl) do
-    if not handled[id] then
-      local j = load(k, id)
-      if j and (j.st == 'queued' or j.st == 'running' or j.st == 'sleeping') then
-        local d, reason = deadline(j)
-        if d and now >= d then
-          finish(k, j, 'cancelled', now, 'cancelled', reason)
-          canc = canc + 1
-        else
-          setdeadline(k, j)
-        end
+  local exp = redis.call('ZRANGEBYSCORE', k.lease, '-inf', nows, 'LIMIT', 0, left)
+  for _, id in ipairs(exp) do
+    local j = load(k, id)
+    if not j or j.st ~= 'running' then
+      later('ZREM', k.lease, id)
+    elseif tonumber(j.lx) <= now then
+      if tonumber(j.a) >= tonumber(j.ma) then
+        finish(k, j, 'failed', now, 'lost', 'lease expired')
+        failed = failed + 1
       else
-        later('ZREM', k.dead, id)
+        setstate(k, j, 'queued')
+        later('ZREM', k.lease, id)
+        closerun(k, j, 'lost', now, 'lease expired')
+        jset(k, id, 'st', 'queued', 'ra', nows, 'rk', place(k, j, nows, now))
+        req = req + 1
       end
     end
   end
