@@ -133,5 +133,6 @@
 // Redis acknowledges a script before it reaches the disk unless the AOF is
 // fsynced on every write. See the README for what a restart loses under each
 // persistence setting; run with appendonly yes and appendfsync always when
-// no acknowledged job may ever be lost.
+// no acknowledged job may ever be lost, and with maxmemory-policy
+// noeviction always, since an evicted key takes jobs with it.
 package redisq
