@@ -78,7 +78,7 @@ func WriteSVG(w io.Writer, reports []*Report) error {
 		}
 		y += gap
 	}
-	axis(y0-4, y, lo, hi, func(v float64) string { return human(v) })
+	axis(y0-4, y, lo, hi, tickLabel)
 	y += 40
 	// Round trip panel: microseconds, 10 µs to 100 ms.
 	fmt.Fprintf(&b, `<text x="10" y="%.1f" class="title">single job round trip, spawn to done, p50 (log scale)</text>`+"\n", y-12)
@@ -99,11 +99,34 @@ func WriteSVG(w io.Writer, reports []*Report) error {
 		y += rowH + 4
 	}
 	axis(y1-4, y, rlo, rhi, micros)
+	y += 40
+	// CPU panel: the process's CPU time per job of the no-op batch (spawn
+	// and drain), which a busy machine disturbs far less than the rates.
+	fmt.Fprintf(&b, `<text x="10" y="%.1f" class="title">process CPU per job, batch spawn + drain, no-op (log scale; lower is better)</text>`+"\n", y-12)
+	clo, chi := 0.0, 4.0
+	y2 := y
+	for _, r := range reports {
+		res := fig(r, "batch-noop")
+		v := 0.0
+		if res.Jobs > 0 {
+			v = res.CPUSeconds * 1e6 / float64(res.Jobs)
+		}
+		x := xOf(v, clo, chi)
+		fmt.Fprintf(&b, `<text x="%.0f" y="%.1f" text-anchor="end" class="label">%s</text>`+"\n", left-6, y+rowH-4, html.EscapeString(r.Kind))
+		fmt.Fprintf(&b, `<rect x="%.0f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`+"\n", left, y+1, x-left, rowH-2, colors[2])
+		if v > 0 {
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" class="value">%.0f µs</text>`+"\n", x+4, y+rowH-4, v)
+		}
+		y += rowH + 4
+	}
+	axis(y2-4, y, clo, chi, micros)
 	y += 30
 	if len(reports) > 0 {
 		m := reports[0].Machine
-		fmt.Fprintf(&b, `<text x="10" y="%.1f" class="tick">%s — %d CPUs, %s. Medians of %d runs; N=%d, W=%d. Shorter bars than the red mark miss the target (round trip: longer).</text>`+"\n",
-			y, html.EscapeString(m.CPU), m.CPUs, m.Go, reports[0].Config.Runs, reports[0].Config.Jobs, reports[0].Config.Concurrency)
+		fmt.Fprintf(&b, `<text x="10" y="%.1f" class="tick">%s — %d CPUs, %s. Medians of %d runs; N=%d, W=%d; load average %s.</text>`+"\n",
+			y, html.EscapeString(m.CPU), m.CPUs, m.Go, reports[0].Config.Runs, reports[0].Config.Jobs, reports[0].Config.Concurrency, html.EscapeString(reports[0].LoadStart))
+		y += 14
+		fmt.Fprintf(&b, `<text x="10" y="%.1f" class="tick">A throughput bar short of its red mark, or a round-trip bar past it, misses the target.</text>`+"\n", y)
 		y += 10
 	}
 	_, err := fmt.Fprintf(w, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%.0f" viewBox="0 0 %d %.0f" font-family="sans-serif">
@@ -122,4 +145,15 @@ func fig(r *Report, scenario string) Result {
 		}
 	}
 	return Result{}
+}
+
+// tickLabel names a power of ten: 100, 1k, 10k, 100k, 1M, 10M.
+func tickLabel(v float64) string {
+	switch {
+	case v >= 1e6:
+		return fmt.Sprintf("%.0fM", v/1e6)
+	case v >= 1e3:
+		return fmt.Sprintf("%.0fk", v/1e3)
+	}
+	return fmt.Sprintf("%.0f", v)
 }
