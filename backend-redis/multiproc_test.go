@@ -174,6 +174,7 @@ func multiProcess(t *testing.T, c redis.UniversalClient, target string) {
 		t.Fatalf("run stats %v", stats.Runs)
 	}
 	seen := 0
+	var ids []string
 	payloads := map[string]bool{}
 	f := core.JobFilter{Queue: mpQueue, Limit: core.MaxPageSize}
 	for {
@@ -183,6 +184,7 @@ func multiProcess(t *testing.T, c redis.UniversalClient, target string) {
 		}
 		for _, j := range page.Jobs {
 			seen++
+			ids = append(ids, j.ID)
 			payloads[string(j.Payload)] = true
 			if j.Attempt != 1 || j.Lease.Token != 1 || j.State != core.StateSucceeded || string(j.Result) != j.Lease.WorkerID {
 				t.Fatalf("job %+v", j)
@@ -196,18 +198,30 @@ func multiProcess(t *testing.T, c redis.UniversalClient, target string) {
 	if seen != jobs || len(payloads) != jobs {
 		t.Fatalf("listed %d jobs with %d payloads, want %d", seen, len(payloads), jobs)
 	}
-	// Spot-check the run records themselves.
-	page, err := b.ListJobs(ctx, core.JobFilter{Queue: mpQueue, Limit: 200})
-	if err != nil {
+	// Every job's run records: exactly one run, succeeded, under token 1.
+	runKey := b.ks.queueKeys(mpQueue)[kRun]
+	pipe := c.Pipeline()
+	cmds := make([]*redis.SliceCmd, len(ids))
+	for i, id := range ids {
+		cmds[i] = pipe.HMGet(ctx, runKey, id+"|n", id+"|1|s", id+"|1|k", id+"|2|s")
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for _, j := range page.Jobs {
-		runs, err := b.ListRuns(ctx, j.ID)
+	for i, cmd := range cmds {
+		v := cmd.Val()
+		if v[0] != "1" || v[1] != string(core.RunSucceeded) || v[2] != "1" || v[3] != nil {
+			t.Fatalf("run records of %s: count %v, first run %v token %v, second run %v", ids[i], v[0], v[1], v[2], v[3])
+		}
+	}
+	// And through the API, for a sample.
+	for _, id := range ids[:200] {
+		runs, err := b.ListRuns(ctx, id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(runs) != 1 || runs[0].Status != core.RunSucceeded || runs[0].Token != 1 || runs[0].WorkerID != j.Lease.WorkerID {
-			t.Fatalf("runs of %s: %+v", j.ID, runs)
+		if len(runs) != 1 || runs[0].Status != core.RunSucceeded || runs[0].Token != 1 {
+			t.Fatalf("runs of %s: %+v", id, runs)
 		}
 	}
 }
