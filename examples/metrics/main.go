@@ -79,8 +79,7 @@ func run(ctx context.Context, stdout io.Writer, args []string) error {
 				return "", boson.Snooze(100 * time.Millisecond) // does not use an attempt
 			}
 		case "bug":
-			var m map[string]int
-			m["boom"]++ // panics: recorded as a failed attempt
+			panic("resizer bug") // recorded as a failed attempt, with its stack
 		}
 		return "ok " + in, nil
 	}

@@ -26,6 +26,7 @@ func TestRemoteWorkerNATS(t *testing.T) {
 // and an enqueue that waits for its results.
 func testRemoteWorker(t *testing.T, kind, url string) {
 	ns := extest.Name(t, "ex_remote_"+kind)
+	extest.DropNamespace(t, url, ns)
 	common := []string{"-url", url, "-ns", ns}
 	t.Setenv("BOSON_WORKER_ID", "remote-"+kind)
 
