@@ -120,7 +120,10 @@
 // commands at all; each subscription also signals every
 // Options.PollInterval (one second by default) to make up for messages
 // lost while the connection was down, which costs an idle worker one claim
-// a second.
+// a second. A job that becomes due by the passage of time (scheduled,
+// retried later, asleep) is not announced; that periodic signal finds it.
+// On a cluster, PUBLISH reaches every node over the cluster bus; sharded
+// pub/sub would not, but needs Redis 7 on every node.
 //
 // # Transactional enqueue
 //
