@@ -35,6 +35,8 @@ type Backend struct {
 	pendMu  sync.Mutex
 	pending map[uint64]*waiter
 
+	submitCh chan *submission
+
 	cons   jetstream.ConsumeContext
 	notify *notifier
 
@@ -85,16 +87,17 @@ func New(ctx context.Context, nc *nats.Conn, opts Options) (*Backend, error) {
 		return nil, err
 	}
 	b := &Backend{
-		opts:    o,
-		nc:      nc,
-		js:      js,
-		stream:  stream,
-		log:     o.Logger.With("backend", "nats", "namespace", o.Namespace),
-		origin:  core.NewID(time.Now()),
-		st:      newState(),
-		applyCh: make(chan struct{}),
-		pending: map[uint64]*waiter{},
-		closed:  make(chan struct{}),
+		opts:     o,
+		nc:       nc,
+		js:       js,
+		stream:   stream,
+		log:      o.Logger.With("backend", "nats", "namespace", o.Namespace),
+		origin:   core.NewID(time.Now()),
+		st:       newState(),
+		applyCh:  make(chan struct{}),
+		pending:  map[uint64]*waiter{},
+		submitCh: make(chan *submission),
+		closed:   make(chan struct{}),
 	}
 	b.notify = newNotifier(b)
 	snap, err := b.loadSnapshot(ctx)
@@ -113,9 +116,10 @@ func New(ctx context.Context, nc *nats.Conn, opts Options) (*Backend, error) {
 		return nil, err
 	}
 	b.bgMu.Lock()
-	b.bg.Add(1)
+	b.bg.Add(2)
 	b.bgMu.Unlock()
 	go b.notify.poll()
+	go b.commitLoop()
 	return b, nil
 }
 

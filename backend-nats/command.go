@@ -1,6 +1,7 @@
 package natsq
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/boson-go/boson/core"
@@ -23,6 +24,8 @@ const (
 	opTaskConfig op = "task_config"
 	opQueueCfg   op = "queue_config"
 	opCleanup    op = "cleanup"
+	// opGroup carries several commands of one process in one message.
+	opGroup op = "group"
 )
 
 // command is one entry of the log. It carries everything a replica needs to
@@ -54,6 +57,8 @@ type command struct {
 	TaskConfig  *core.TaskConfig  `json:"task_config,omitempty"`
 	QueueConfig *core.QueueConfig `json:"queue_config,omitempty"`
 	Before      time.Time         `json:"before"`
+	// Group holds the encoded commands of an opGroup command.
+	Group []json.RawMessage `json:"group,omitempty"`
 }
 
 // completionItem is one valid item of a Complete batch and its index in the

@@ -37,6 +37,11 @@
 // deliver everything up to it. Either way the outcome is the one every
 // other replica computes.
 //
+// One goroutine per Backend publishes (group commit): commands that other
+// goroutines submit while a message is on its way go out together in the
+// next message, and are applied one after the other at its position, so
+// concurrent callers share round trips.
+//
 // A command larger than the server's max_payload is stored as parts on
 // the .part subject, followed by its last part on .log, which names the
 // parts' sequences; replicas apply it only when that last part arrives, so
@@ -121,9 +126,10 @@
 //     replica's read lock (writes of that process wait), and is stored
 //     with the namespace's Replicas. Between snapshots the log keeps up to
 //     CompactEvery+CompactKeep commands.
-//   - Throughput: one command is one round trip to the stream's leader
-//     (plus replication with Replicas 3). Batch Enqueue and Complete, and
-//     claim with a Limit above 1, to amortise it.
+//   - Throughput: one message is one round trip to the stream's leader
+//     (plus replication with Replicas 3); concurrent calls of one Backend
+//     share messages. Batch Enqueue and Complete, and claim with a Limit
+//     above 1, to amortise it further.
 //   - Clocks: with no Options.Clock, each process stamps its commands with
 //     its own clock; keep the clocks of the processes synchronised.
 //   - Upgrades: every process must understand every command in the log;

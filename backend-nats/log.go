@@ -40,21 +40,9 @@ func (b *Backend) exec(ctx context.Context, c *command) (outcome, error) {
 		delete(b.pending, c.Req)
 		b.pendMu.Unlock()
 	}()
-	seq, single, err := b.publish(ctx, c.Req, data)
+	seq, err := b.submit(ctx, data)
 	if err != nil {
 		return outcome{}, err
-	}
-	if single {
-		// Fast path: when nothing came between our replica's position and
-		// the command, apply it here instead of waiting for its delivery.
-		b.mu.Lock()
-		if b.st.applied == seq-1 {
-			var fresh command
-			if err := json.Unmarshal(data, &fresh); err == nil {
-				b.applyLocked(seq, &fresh)
-			}
-		}
-		b.mu.Unlock()
 	}
 	timer := time.NewTimer(4 * b.opts.RequestTimeout)
 	defer timer.Stop()
@@ -74,12 +62,8 @@ func (b *Backend) exec(ctx context.Context, c *command) (outcome, error) {
 // publish stores data as one command, split into parts when it exceeds
 // the server's message size. It returns the sequence of the command's last
 // message and whether the command fit in one message.
-func (b *Backend) publish(ctx context.Context, req uint64, data []byte) (uint64, bool, error) {
-	limit := int(b.nc.MaxPayload()) - 16<<10
-	if limit < 16<<10 {
-		limit = 16 << 10
-	}
-	id := b.origin + "." + strconv.FormatUint(req, 10)
+func (b *Backend) publish(ctx context.Context, id string, data []byte) (uint64, bool, error) {
+	limit := b.msgLimit()
 	var parts []string
 	for n := 0; len(data) > limit; n++ {
 		seq, err := b.publishOne(ctx, partSubject(b.opts.Namespace), data[:limit], id+".p"+strconv.Itoa(n), nil)
@@ -95,6 +79,11 @@ func (b *Backend) publish(ctx context.Context, req uint64, data []byte) (uint64,
 	}
 	seq, err := b.publishOne(ctx, logSubject(b.opts.Namespace), data, id, hdr)
 	return seq, len(parts) == 0, err
+}
+
+// msgLimit is the most command bytes one message carries.
+func (b *Backend) msgLimit() int {
+	return max(int(b.nc.MaxPayload())-16<<10, 16<<10)
 }
 
 // publishOne publishes one message, again under the same message id when
@@ -199,17 +188,20 @@ func (b *Backend) handle(msg jetstream.Msg) {
 }
 
 // applyLocked applies command c at log position seq, hands its outcome to
-// the waiting caller when this replica issued it, and wakes subscribers.
+// the waiting caller when this replica issued it, and wakes subscribers. A
+// group of commands is applied one after the other, at the same position.
 func (b *Backend) applyLocked(seq uint64, c *command) {
-	out := b.st.apply(c)
-	if c.Origin == b.origin {
-		b.pendMu.Lock()
-		if w := b.pending[c.Req]; w != nil {
-			w.out = out
-			close(w.done)
-			delete(b.pending, c.Req)
+	if c.Op == opGroup {
+		for _, raw := range c.Group {
+			var sub command
+			if err := json.Unmarshal(raw, &sub); err != nil {
+				b.log.Error("undecodable command in a group skipped", "seq", seq, "err", err)
+				continue
+			}
+			b.applyOne(&sub)
 		}
-		b.pendMu.Unlock()
+	} else {
+		b.applyOne(c)
 	}
 	for q := range b.st.touched {
 		b.notify.signal(q)
@@ -225,6 +217,19 @@ func (b *Backend) applyLocked(seq uint64, c *command) {
 		}
 	}
 	b.advanceLocked(seq)
+}
+
+func (b *Backend) applyOne(c *command) {
+	out := b.st.apply(c)
+	if c.Origin == b.origin {
+		b.pendMu.Lock()
+		if w := b.pending[c.Req]; w != nil {
+			w.out = out
+			close(w.done)
+			delete(b.pending, c.Req)
+		}
+		b.pendMu.Unlock()
+	}
 }
 
 func (b *Backend) advanceLocked(seq uint64) {
