@@ -62,8 +62,9 @@ var (
 )
 
 // New connects a Backend to the namespace's command stream on nc, creating
-// the stream when it does not exist, and replays the stream so that the
-// Backend starts with the current state. nc stays the caller's: Close does
+// the stream when it does not exist, loads the newest snapshot, if any, and
+// replays the commands after it, so that the Backend starts with the
+// current state. nc stays the caller's: Close does
 // not close it. New fails with an error wrapping core.ErrUnsupported when
 // the server is older than 2.9 or lacks JetStream, or when the server did
 // not keep the stream configuration the backend asked for.
