@@ -10,8 +10,9 @@
 //	go run ./examples/transactional_enqueue -url postgres://postgres@127.0.0.1:5432/test?sslmode=disable
 //
 // The URL defaults to $BOSON_POSTGRES_URL, else the one above. The example
-// keeps boson's tables and its own signups table in one schema (-schema,
-// default boson_example_tx), which -drop removes at the end.
+// keeps boson's tables and its own signups table in one schema that it
+// owns (-schema, default boson_example_tx): it recreates the schema on
+// every run and drops it at the end unless -keep is given.
 package main
 
 import (
@@ -53,7 +54,7 @@ func run(ctx context.Context, stdout io.Writer, args []string) error {
 	fs := flag.NewFlagSet("transactional_enqueue", flag.ContinueOnError)
 	url := fs.String("url", envOr("BOSON_POSTGRES_URL", defaultURL), "PostgreSQL connection string")
 	schema := fs.String("schema", "boson_example_tx", "schema for boson's tables and the example's signups table")
-	drop := fs.Bool("drop", false, "drop the schema at the end")
+	keep := fs.Bool("keep", false, "keep the schema at the end, to look at it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -66,15 +67,17 @@ func run(ctx context.Context, stdout io.Writer, args []string) error {
 		return err
 	}
 	defer backend.Close()
+	pool := backend.Pool() // the application shares the backend's pool
+	dropSchema := "DROP SCHEMA IF EXISTS " + pgx.Identifier{*schema}.Sanitize() + " CASCADE"
+	if _, err := pool.Exec(ctx, dropSchema); err != nil { // a fresh start on every run
+		return err
+	}
 	if err := backend.Migrate(ctx); err != nil {
 		return err
 	}
-	pool := backend.Pool() // the application shares the backend's pool
 	signups := pgx.Identifier{*schema, "signups"}.Sanitize()
-	if *drop {
-		defer func() {
-			_, _ = pool.Exec(context.Background(), "DROP SCHEMA "+pgx.Identifier{*schema}.Sanitize()+" CASCADE")
-		}()
+	if !*keep {
+		defer func() { _, _ = pool.Exec(context.Background(), dropSchema) }()
 	}
 	if _, err := pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS `+signups+` (
 		id bigserial PRIMARY KEY, email text NOT NULL UNIQUE)`); err != nil {

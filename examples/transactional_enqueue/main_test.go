@@ -8,7 +8,9 @@ import (
 
 func TestTransactionalEnqueue(t *testing.T) {
 	url := extest.PostgresURL(t)
-	out := extest.Run(t, run, "-url", url, "-schema", extest.Name(t, "ex_tx"), "-drop")
+	schema := extest.Name(t, "ex_tx")
+	extest.DropNamespace(t, url, schema) // should the run stop half-way
+	out := extest.Run(t, run, "-url", url, "-schema", schema)
 	extest.Contains(t, out,
 		"ada@example.com: user 1 and task spawned in the transaction; visible outside before commit: false",
 		"ada@example.com: committing",
