@@ -64,6 +64,8 @@ func run(ctx context.Context, stdout io.Writer, args []string) error {
 		defer os.RemoveAll(dir)
 		*dbPath = filepath.Join(dir, "queue.db")
 	}
+	// SyncNormal: cheaper commits that survive a process crash (not a
+	// power cut), which keeps the demo quick.
 	backend, err := sqliteq.Open(ctx, *dbPath, sqliteq.Options{Logger: quiet, Synchronous: sqliteq.SyncNormal})
 	if err != nil {
 		return err
