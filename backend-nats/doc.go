@@ -120,8 +120,8 @@
 //     runs and checkpoints. Cleanup frees them. Plan memory as for an
 //     in-memory store of the retained jobs, in every process.
 //   - Start-up: New loads the newest snapshot and replays the commands
-//     after it, about 10,000 to 20,000 commands a second on a small
-//     machine; batched commands carry many jobs each.
+//     after it, about 20,000 commands a second on a small machine;
+//     batched commands carry many jobs each.
 //   - Compaction: a snapshot serialises the whole state while holding the
 //     replica's read lock (writes of that process wait), and is stored
 //     with the namespace's Replicas. Between snapshots the log keeps up to
