@@ -44,19 +44,36 @@ func (b *Backend) exec(ctx context.Context, c *command) (outcome, error) {
 	if err != nil {
 		return outcome{}, err
 	}
-	timer := time.NewTimer(4 * b.opts.RequestTimeout)
-	defer timer.Stop()
 	b.maybeCompact(seq)
-	select {
-	case <-w.done:
-		return w.out, nil
-	case <-ctx.Done():
-		return outcome{}, fmt.Errorf("natsq: command %d stored, waiting for it to apply: %w", seq, ctx.Err())
-	case <-timer.C:
-		return outcome{}, fmt.Errorf("natsq: command %d stored but not applied within %v; its outcome is unknown", seq, 4*b.opts.RequestTimeout)
-	case <-b.closed:
-		return outcome{}, fmt.Errorf("natsq: %w", core.ErrClosed)
+	// Wait for the replica to reach the command. A replica that is busy
+	// catching up may take long; only one that stops moving gives up.
+	stall := 4 * b.opts.RequestTimeout
+	timer := time.NewTimer(stall)
+	defer timer.Stop()
+	last := b.appliedSeq()
+	for {
+		select {
+		case <-w.done:
+			return w.out, nil
+		case <-ctx.Done():
+			return outcome{}, fmt.Errorf("natsq: command %d stored, waiting for it to apply: %w", seq, ctx.Err())
+		case <-timer.C:
+			if cur := b.appliedSeq(); cur > last {
+				last = cur
+				timer.Reset(stall)
+				continue
+			}
+			return outcome{}, fmt.Errorf("natsq: command %d stored but the replica did not move for %v; its outcome is unknown", seq, stall)
+		case <-b.closed:
+			return outcome{}, fmt.Errorf("natsq: %w", core.ErrClosed)
+		}
 	}
+}
+
+func (b *Backend) appliedSeq() uint64 {
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.st.applied
 }
 
 // publish stores data as one command, split into parts when it exceeds
