@@ -82,7 +82,7 @@ const luaHeartbeat = `
 local k = keys(1)
 local now = now_us()
 local id = ARGV[3]
-local j = fence(k, id, ARGV[4])
+local j = fence(k, id, ARGV[4], {'st','lt','t','rn','rb','md','mu','fs','ca','lw'})
 if not j then return {'lost'} end
 local d, reason = deadline(j)
 if d and now >= d then
@@ -93,7 +93,7 @@ end
 local lx = fmt(now + tonumber(ARGV[5]))
 jset(k, id, 'lx', lx)
 later('ZADD', k.lease, lx, id)
-return {'ok', lx, redis.call('HGET', k.job, id .. '|lw')}
+return {'ok', lx, j.lw}
 `
 
 // luaComplete completes a batch of jobs of one queue. ARGV: now, channel,
@@ -124,7 +124,7 @@ const luaFail = `
 local k = keys(1)
 local now = now_us()
 local id, err = ARGV[3], ARGV[5]
-local j = fence(k, id, ARGV[4])
+local j = fence(k, id, ARGV[4], {'st','lt','t','rn','rb','md','mu','a','ma','pr'})
 if not j then return {'lost'} end
 if ARGV[7] == '1' or tonumber(j.a) >= tonumber(j.ma) then
   finish(k, j, 'failed', now, 'failed', err)
@@ -148,7 +148,7 @@ const luaSleep = `
 local k = keys(1)
 local now = now_us()
 local id = ARGV[3]
-local j = fence(k, id, ARGV[4])
+local j = fence(k, id, ARGV[4], {'st','lt','t','rn','rb','md','mu','pr'})
 if not j then return {'lost'} end
 local ra = ARGV[5]
 if tonumber(ra) < now then ra = fmt(now) end
@@ -168,7 +168,7 @@ const luaCheckpoint = `
 local k = keys(1)
 local now = now_us()
 local id, step = ARGV[3], ARGV[5]
-if not fence(k, id, ARGV[4]) then return {'lost'} end
+if not fence(k, id, ARGV[4], {'st','lt'}) then return {'lost'} end
 local f = id .. '|' .. step
 local v = redis.call('HMGET', k.cp, f .. '|v', f .. '|c')
 if v[1] then return {'ok', v[1], v[2]} end

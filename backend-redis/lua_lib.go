@@ -98,14 +98,17 @@ local function jobdel(k, id)
 end
 
 -- load reads what transitions need of a job, or nil when it does not exist.
+-- fields, when given, lists the attributes to read; it must start with
+-- 'st'. A fenced call reads only what its transition needs.
 local TF = {'st','t','a','ma','pr','ra','lt','fs','md','mu','ca','rk','rn','rb','ik','lx'}
-local function load(k, id)
+local function load(k, id, fields)
+  fields = fields or TF
   local args = {k.job}
-  for i, f in ipairs(TF) do args[i + 1] = id .. '|' .. f end
+  for i, f in ipairs(fields) do args[i + 1] = id .. '|' .. f end
   local v = redis.call('HMGET', unpack(args))
   if not v[1] then return nil end
   local j = {id = id}
-  for i, f in ipairs(TF) do j[f] = v[i] end
+  for i, f in ipairs(fields) do j[f] = v[i] end
   return j
 end
 
@@ -231,9 +234,11 @@ local function finish(k, j, new, now, runstatus, err, result)
   later('ZADD', k.done, nows, j.id)
 end
 
--- fence loads a job when it runs under token, else returns nil.
-local function fence(k, id, token)
-  local j = load(k, id)
+-- fence loads a running job's fields (default: what finishing it needs)
+-- when it runs under token, else returns nil.
+local FENCE = {'st','lt','t','rn','rb','md','mu'}
+local function fence(k, id, token, fields)
+  local j = load(k, id, fields or FENCE)
   if not j or j.st ~= 'running' or tonumber(j.lt) ~= tonumber(token) then return nil end
   return j
 end
