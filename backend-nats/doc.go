@@ -15,12 +15,12 @@
 // and a cleanup pass are each one command. The stream is the only truth.
 //
 // Each Backend is a replica of the store. An ordered consumer delivers the
-// stream from its first message, and the Backend applies each command, in
-// stream order and under its lock, to memory: the jobs with their runs and
-// checkpoints, one B-tree per queue in claim order (priority, run-at, id),
-// the idempotency keys, per-task counters for the rate limits and the
-// statistics, a B-tree of finished jobs for retention, and the task and
-// queue configs. Two Backends in two processes that have applied the same
+// stream (from the newest snapshot on, see Compaction), and the Backend
+// applies each command, in stream order and under its lock, to memory: the
+// jobs with their runs and checkpoints, one B-tree per queue in claim order
+// (priority, run-at, id), the idempotency keys, per-task counters for the
+// rate limits and the statistics, a B-tree of finished jobs for retention,
+// and the task and queue configs. Two Backends in two processes that have applied the same
 // prefix of the stream hold the same state.
 //
 // Applying a command is deterministic. The command carries everything that
