@@ -66,6 +66,8 @@ func Open(ctx context.Context, path string, opts Options) (*Backend, error) {
 	b := &Backend{writer: writer, reader: reader, path: path}
 	st := &engine.SQLStore{
 		W: writer, R: reader,
+		WCache:      engine.NewStmtCache(writer),
+		RCache:      engine.NewStmtCache(reader),
 		IsBusy:      isBusy,
 		MaxBusyWait: o.MaxBusyWait,
 		OnBusy: func(attempt int, err error) {
@@ -144,7 +146,7 @@ func (b *Backend) EnqueueTx(ctx context.Context, tx any, reqs []core.EnqueueRequ
 	if !ok || t == nil {
 		return nil, fmt.Errorf("boson/sqlite: enqueue: %w: tx is %T, not a *sql.Tx", core.ErrInvalidArgument, tx)
 	}
-	res, err := b.e.EnqueueIn(ctx, engine.SQLQuerier{C: t}, reqs)
+	res, err := b.e.EnqueueIn(ctx, engine.SQLQuerier{C: t}, reqs) // a caller's tx: no statement cache
 	if err == nil {
 		seen := map[string]bool{}
 		for _, r := range res {

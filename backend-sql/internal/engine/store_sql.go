@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"sync"
 	"time"
 )
 
@@ -13,12 +14,43 @@ type sqlConn interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-// SQLQuerier adapts a database/sql handle.
-type SQLQuerier struct{ C sqlConn }
+// SQLQuerier adapts a database/sql handle. With Cache set, statements are
+// prepared once on the cache's database and reused (inside Tx, when set,
+// which must belong to that database).
+type SQLQuerier struct {
+	C     sqlConn
+	Tx    *sql.Tx
+	Cache *StmtCache
+}
+
+// stmt returns the cached statement for query, bound to the transaction,
+// or nil when the querier has no cache or the cache is full.
+func (s SQLQuerier) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+	if s.Cache == nil {
+		return nil, nil
+	}
+	st, err := s.Cache.get(ctx, query, s.Tx != nil)
+	if err != nil || st == nil {
+		return nil, err
+	}
+	if s.Tx != nil {
+		return s.Tx.StmtContext(ctx, st), nil
+	}
+	return st, nil
+}
 
 // Exec implements Querier.
 func (s SQLQuerier) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	res, err := s.C.ExecContext(ctx, query, args...)
+	st, err := s.stmt(ctx, query)
+	if err != nil {
+		return 0, err
+	}
+	var res sql.Result
+	if st != nil {
+		res, err = st.ExecContext(ctx, args...)
+	} else {
+		res, err = s.C.ExecContext(ctx, query, args...)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -28,11 +60,87 @@ func (s SQLQuerier) Exec(ctx context.Context, query string, args ...any) (int64,
 
 // Query implements Querier.
 func (s SQLQuerier) Query(ctx context.Context, query string, args ...any) (Rows, error) {
-	rows, err := s.C.QueryContext(ctx, query, args...)
+	st, err := s.stmt(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	var rows *sql.Rows
+	if st != nil {
+		rows, err = st.QueryContext(ctx, args...)
+	} else {
+		rows, err = s.C.QueryContext(ctx, query, args...)
+	}
 	if err != nil {
 		return nil, err
 	}
 	return sqlRows{rows}, nil
+}
+
+// StmtCache keeps prepared statements of one database, so that SQLite
+// parses each statement text once per connection instead of per call.
+// It holds at most 256 statements; texts beyond that run unprepared.
+//
+// The writer database has a single connection, which a transaction
+// holds: a text first met inside a transaction runs unprepared and is
+// prepared by Flush once the transaction has ended.
+type StmtCache struct {
+	db      *sql.DB
+	mu      sync.Mutex
+	m       map[string]*sql.Stmt
+	pending map[string]bool
+}
+
+// NewStmtCache returns an empty cache for db.
+func NewStmtCache(db *sql.DB) *StmtCache {
+	return &StmtCache{db: db, m: map[string]*sql.Stmt{}, pending: map[string]bool{}}
+}
+
+// get returns the prepared statement of query, or nil: when the cache is
+// full, or when inTx and query was not prepared yet.
+func (c *StmtCache) get(ctx context.Context, query string, inTx bool) (*sql.Stmt, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st, ok := c.m[query]; ok {
+		return st, nil
+	}
+	if len(c.m)+len(c.pending) >= 256 {
+		return nil, nil
+	}
+	if inTx {
+		c.pending[query] = true
+		return nil, nil
+	}
+	st, err := c.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	c.m[query] = st
+	return st, nil
+}
+
+// Flush prepares the texts met inside transactions. It waits for a free
+// connection, so call it where the caller is about to wait for one.
+func (c *StmtCache) Flush(ctx context.Context) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for q := range c.pending {
+		delete(c.pending, q)
+		if st, err := c.db.PrepareContext(ctx, q); err == nil {
+			c.m[q] = st
+		}
+	}
+}
+
+// Close closes every cached statement.
+func (c *StmtCache) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var errs []error
+	for q, st := range c.m {
+		errs = append(errs, st.Close())
+		delete(c.m, q)
+	}
+	return errors.Join(errs...)
 }
 
 type sqlRows struct{ *sql.Rows }
@@ -43,6 +151,8 @@ func (r sqlRows) Close() { _ = r.Rows.Close() }
 // whose transactions take the write lock at BEGIN) and a reader pool.
 type SQLStore struct {
 	W, R *sql.DB
+	// WCache and RCache, when set, cache prepared statements.
+	WCache, RCache *StmtCache
 	// IsBusy reports a transient lock conflict worth retrying.
 	IsBusy func(error) bool
 	// MaxBusyWait bounds how long WriteTx keeps retrying lock conflicts.
@@ -86,11 +196,14 @@ func (s *SQLStore) WriteTx(ctx context.Context, fn func(Querier) error) error {
 }
 
 func (s *SQLStore) once(ctx context.Context, fn func(Querier) error) error {
+	if s.WCache != nil {
+		s.WCache.Flush(ctx) // prepares what the last transactions met
+	}
 	tx, err := s.W.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	if err := fn(SQLQuerier{tx}); err != nil {
+	if err := fn(SQLQuerier{C: tx, Tx: tx, Cache: s.WCache}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
@@ -107,9 +220,15 @@ func (s *SQLStore) WriteOne(ctx context.Context, fn func(Querier) error) error {
 }
 
 // Reader implements Store.
-func (s *SQLStore) Reader() Querier { return SQLQuerier{s.R} }
+func (s *SQLStore) Reader() Querier { return SQLQuerier{C: s.R, Cache: s.RCache} }
 
 // Close implements Store.
 func (s *SQLStore) Close() error {
-	return errors.Join(s.R.Close(), s.W.Close())
+	var errs []error
+	for _, c := range []*StmtCache{s.RCache, s.WCache} {
+		if c != nil {
+			errs = append(errs, c.Close())
+		}
+	}
+	return errors.Join(append(errs, s.R.Close(), s.W.Close())...)
 }
