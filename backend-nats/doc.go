@@ -87,7 +87,9 @@
 // the newest snapshot, which covers the gap because the log is purged only
 // below a snapshot the pointer already names. Snapshots from several
 // processes at once are safe: the loser of the compare-and-set deletes its
-// object. Because the snapshot is the deterministic state at S, any
+// object. A call of a reloading replica whose command fell inside the gap
+// does not learn its outcome and reports an error after the stall timeout
+// (the command itself took effect); CompactKeep makes that rare. Because the snapshot is the deterministic state at S, any
 // replica's snapshot at S is the same.
 //
 // # Reads
