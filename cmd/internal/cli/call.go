@@ -22,6 +22,8 @@ type call struct {
 	noMigrate bool
 	timeout   time.Duration
 	st        *store.Store
+	// opts holds the command's own flag values, set by its flags function.
+	opts any
 }
 
 // common registers the flags every command accepts. Values parsed by the

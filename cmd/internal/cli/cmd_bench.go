@@ -23,8 +23,6 @@ type benchFlags struct {
 	keep, quick             bool
 }
 
-var bf benchFlags
-
 func init() {
 	register(&command{
 		name:    "bench",
@@ -54,7 +52,8 @@ Each run uses a fresh schema, key prefix, namespace or temporary SQLite file
 below the one the URL names, and deletes it at the end (--keep keeps it).`,
 		flags: func(fs *flag.FlagSet, c *call) {
 			d := bench.DefaultConfig
-			bf = benchFlags{}
+			bf := &benchFlags{}
+			c.opts = bf
 			fs.IntVar(&bf.cfg.Jobs, "n", d.Jobs, "`jobs` per batch spawn and drain (and per ceiling run)")
 			fs.IntVar(&bf.cfg.Concurrency, "w", d.Concurrency, "worker `slots` (concurrent handlers)")
 			fs.IntVar(&bf.cfg.Runs, "runs", d.Runs, "repeat each scenario this many `times`; figures are medians")
@@ -92,7 +91,7 @@ type benchOut struct {
 }
 
 func runBench(ctx context.Context, c *call) error {
-	f := bf
+	f := c.opts.(*benchFlags)
 	cfg := f.cfg
 	cfg.Scenarios = nil
 	for _, s := range strings.Split(f.scenarios, ",") {
@@ -160,7 +159,7 @@ func runBench(ctx context.Context, c *call) error {
 			prog = c.env.Stderr
 		}
 		for _, u := range urls {
-			rep, err := benchOne(ctx, c, u, cfg, prog)
+			rep, err := benchOne(ctx, c, u, cfg, prog, f.keep)
 			if rep != nil && rep.Kind != "" {
 				reports = append(reports, rep)
 			}
@@ -219,14 +218,14 @@ func runBench(ctx context.Context, c *call) error {
 }
 
 // benchOne opens one isolated store, runs the benchmark on it and closes it.
-func benchOne(ctx context.Context, c *call, rawURL string, cfg bench.Config, prog io.Writer) (*bench.Report, error) {
-	st, err := store.Open(ctx, rawURL, store.Options{Isolate: !bf.keep})
+func benchOne(ctx context.Context, c *call, rawURL string, cfg bench.Config, prog io.Writer, keep bool) (*bench.Report, error) {
+	st, err := store.Open(ctx, rawURL, store.Options{Isolate: !keep})
 	if err != nil {
 		return nil, err
 	}
 	defer func() { _ = st.Close() }()
 	// A fresh (isolated) store always needs its schema.
-	if !c.noMigrate || !bf.keep {
+	if !c.noMigrate || !keep {
 		if err := st.Migrate(ctx); err != nil {
 			return nil, err
 		}

@@ -9,8 +9,6 @@ import (
 	"github.com/boson-go/boson/core"
 )
 
-var cancelReason string
-
 func init() {
 	register(&command{
 		name:    "cancel",
@@ -22,11 +20,14 @@ Cancelling a cancelled job succeeds and changes nothing; a succeeded or failed
 job exits 4; an unknown id exits 3. With several ids every one is tried and
 the exit code is that of the first failure.`,
 		flags: func(fs *flag.FlagSet, c *call) {
-			fs.StringVar(&cancelReason, "reason", "", "why, recorded as the job's last error (default \"cancelled\")")
+			reason := new(string)
+			c.opts = reason
+			fs.StringVar(reason, "reason", "", "why, recorded as the job's last error (default \"cancelled\")")
 		},
 		run: func(ctx context.Context, c *call) error {
+			reason := *c.opts.(*string)
 			return eachJob(ctx, c, "cancelled", func(ctx context.Context, b core.QueueBackend, id string) (core.Job, error) {
-				return b.Cancel(ctx, id, cancelReason)
+				return b.Cancel(ctx, id, reason)
 			})
 		},
 	})

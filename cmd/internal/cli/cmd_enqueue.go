@@ -35,8 +35,6 @@ func (h headerFlag) Set(v string) error {
 	return nil
 }
 
-var enq enqueueFlags
-
 func init() {
 	register(&command{
 		name:    "enqueue",
@@ -49,7 +47,8 @@ leave unset, and its limits apply. The payload must be JSON;
 with --json. An idempotency key that already holds a job with the same
 request prints that job ("reused"); a different request exits 4.`,
 		flags: func(fs *flag.FlagSet, c *call) {
-			enq = enqueueFlags{headers: headerFlag{}}
+			enq := &enqueueFlags{headers: headerFlag{}}
+			c.opts = enq
 			fs.StringVar(&enq.task, "task", "", "task `name` (required)")
 			fs.StringVar(&enq.queue, "queue", "", "queue `name` (default: the task config's, else \"default\")")
 			fs.StringVar(&enq.payload, "payload", "", "payload `JSON` (default {})")
@@ -70,7 +69,7 @@ func runEnqueue(ctx context.Context, c *call) error {
 	if err := c.noArgs(); err != nil {
 		return err
 	}
-	f := enq
+	f := c.opts.(*enqueueFlags)
 	if f.task == "" {
 		return usagef("--task is required")
 	}

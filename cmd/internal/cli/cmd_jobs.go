@@ -19,8 +19,6 @@ type jobsFlags struct {
 	runs, checkpoints           bool
 }
 
-var jf jobsFlags
-
 func init() {
 	register(&command{
 		name:    "jobs",
@@ -35,7 +33,8 @@ running, sleeping, succeeded, failed, cancelled).
 "boson jobs get ID" shows one job with its payload, result and last error;
 --runs adds its runs, --checkpoints its checkpoints. An unknown id exits 3.`,
 		flags: func(fs *flag.FlagSet, c *call) {
-			jf = jobsFlags{}
+			jf := &jobsFlags{}
+			c.opts = jf
 			fs.StringVar(&jf.queue, "queue", "", "only jobs of this `queue`")
 			fs.StringVar(&jf.task, "task", "", "only jobs of this `task`")
 			fs.StringVar(&jf.states, "state", "", "only jobs in these `states` (comma-separated)")
@@ -51,6 +50,7 @@ running, sleeping, succeeded, failed, cancelled).
 }
 
 func runJobs(ctx context.Context, c *call) error {
+	jf := c.opts.(*jobsFlags)
 	sub := "list"
 	if len(c.args) > 0 {
 		sub = c.args[0]
@@ -61,17 +61,17 @@ func runJobs(ctx context.Context, c *call) error {
 		if err := c.noArgs(); err != nil {
 			return err
 		}
-		return listJobs(ctx, c)
+		return listJobs(ctx, c, jf)
 	case "get", "show":
 		if len(c.args) != 1 {
 			return usagef("jobs get takes one job id")
 		}
-		return getJob(ctx, c, c.args[0])
+		return getJob(ctx, c, jf, c.args[0])
 	}
 	return usagef("unknown jobs subcommand %q; want list or get", sub)
 }
 
-func (f jobsFlags) filter() (core.JobFilter, error) {
+func (f *jobsFlags) filter() (core.JobFilter, error) {
 	filter := core.JobFilter{Queue: f.queue, Task: f.task, Limit: f.limit, Cursor: f.cursor, Desc: f.desc}
 	if f.states != "" {
 		for _, s := range strings.Split(f.states, ",") {
@@ -94,7 +94,7 @@ type jobsPage struct {
 	Next string     `json:"next"`
 }
 
-func listJobs(ctx context.Context, c *call) error {
+func listJobs(ctx context.Context, c *call, jf *jobsFlags) error {
 	filter, err := jf.filter()
 	if err != nil {
 		return err
@@ -143,7 +143,7 @@ type jobDetail struct {
 	Checkpoints []core.Checkpoint `json:"checkpoints,omitempty"`
 }
 
-func getJob(ctx context.Context, c *call, id string) error {
+func getJob(ctx context.Context, c *call, jf *jobsFlags, id string) error {
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	st, err := c.open(ctx)

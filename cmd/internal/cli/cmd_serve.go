@@ -21,8 +21,6 @@ type serveFlags struct {
 	noAuth                bool
 }
 
-var sf serveFlags
-
 func init() {
 	register(&command{
 		name:    "serve",
@@ -37,7 +35,8 @@ $BOSON_READ_TOKENS). Without tokens, a loopback --addr serves read-only with
 no login; any other address is refused unless --no-auth turns authentication
 off explicitly (every caller may then cancel, retry, pause and enqueue).`,
 		flags: func(fs *flag.FlagSet, c *call) {
-			sf = serveFlags{}
+			sf := &serveFlags{}
+			c.opts = sf
 			fs.StringVar(&sf.addr, "addr", "127.0.0.1:8080", "listen `address`")
 			fs.StringVar(&sf.prefix, "prefix", "/", "URL `path` to mount the API and dashboard under")
 			fs.StringVar(&sf.title, "title", "", "dashboard `title`")
@@ -54,7 +53,7 @@ func runServe(ctx context.Context, c *call) error {
 	if err := c.noArgs(); err != nil {
 		return err
 	}
-	f := sf
+	f := c.opts.(*serveFlags)
 	_ = f.adminToks.Set(c.env.getenv("BOSON_ADMIN_TOKENS"))
 	_ = f.readTokens.Set(c.env.getenv("BOSON_READ_TOKENS"))
 	var auth admin.Auth

@@ -23,7 +23,8 @@ func (l *stringList) Set(v string) error {
 	return nil
 }
 
-var statsTasks, statsQueues stringList
+// statsFlags are the flags of stats.
+type statsFlags struct{ tasks, queues stringList }
 
 func init() {
 	register(&command{
@@ -36,9 +37,10 @@ comma-separated): one row per task with its job counts, its run counts by
 status and the summed run time. The contract has no listing of task names,
 so tasks are named explicitly.`,
 		flags: func(fs *flag.FlagSet, c *call) {
-			statsTasks, statsQueues = nil, nil
-			fs.Var(&statsQueues, "queue", "only this `queue` (repeatable)")
-			fs.Var(&statsTasks, "task", "show this `task` (repeatable)")
+			f := &statsFlags{}
+			c.opts = f
+			fs.Var(&f.queues, "queue", "only this `queue` (repeatable)")
+			fs.Var(&f.tasks, "task", "show this `task` (repeatable)")
 		},
 		run: runStats,
 	})
@@ -51,6 +53,8 @@ type statsOut struct {
 }
 
 func runStats(ctx context.Context, c *call) error {
+	f := c.opts.(*statsFlags)
+	statsTasks, statsQueues := f.tasks, f.queues
 	if err := c.noArgs(); err != nil {
 		return err
 	}
