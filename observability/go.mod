@@ -1,0 +1,3 @@
+module github.com/boson-go/boson/observability
+
+go 1.26
