@@ -122,11 +122,28 @@ func (c *StmtCache) get(ctx context.Context, query string, inTx bool) (*sql.Stmt
 // connection, so call it where the caller is about to wait for one.
 func (c *StmtCache) Flush(ctx context.Context) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
+	if len(c.pending) == 0 {
+		c.mu.Unlock()
+		return
+	}
+	texts := make([]string, 0, len(c.pending))
 	for q := range c.pending {
+		texts = append(texts, q)
+	}
+	c.mu.Unlock()
+	// Prepare without the lock: it waits for the connection, which a
+	// transaction that needs the lock may hold.
+	for _, q := range texts {
+		st, err := c.db.PrepareContext(ctx, q)
+		c.mu.Lock()
 		delete(c.pending, q)
-		if st, err := c.db.PrepareContext(ctx, q); err == nil {
+		if _, dup := c.m[q]; err == nil && !dup {
 			c.m[q] = st
+			st = nil
+		}
+		c.mu.Unlock()
+		if err == nil && st != nil {
+			_ = st.Close()
 		}
 	}
 }
