@@ -1,0 +1,21 @@
+package faults_test
+
+import (
+	"testing"
+	"time"
+)
+
+// TestSIGKILLWorkers kills worker processes with SIGKILL at random moments,
+// repeatedly, while they drain the jobs; other workers rescue and finish
+// what the dead ones held.
+func TestSIGKILLWorkers(t *testing.T) {
+	for _, s := range sharedStores() {
+		t.Run(s.Name, func(t *testing.T) {
+			sc := scenario{Name: "sigkill/" + s.Name, Store: s, Jobs: 300, Workers: 3, Fault: killFault, Every: 300 * time.Millisecond, Faults: 5}
+			if full() {
+				sc.Jobs, sc.Faults, sc.Every, sc.Timeout = 5000, 1000, 400*time.Millisecond, 15*time.Minute
+			}
+			runScenario(t, sc)
+		})
+	}
+}

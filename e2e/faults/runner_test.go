@@ -1,0 +1,255 @@
+package faults_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/boson-go/boson/core"
+	boson "github.com/boson-go/boson/runtime"
+)
+
+// full reports whether the long versions of the scenarios run
+// (BOSON_FAULTS_FULL=1).
+func full() bool { return os.Getenv("BOSON_FAULTS_FULL") != "" }
+
+// leaseTTL is the worker processes' lease.
+const leaseTTL = time.Second
+
+// scenario describes one run of the runner.
+type scenario struct {
+	Name    string
+	Store   store
+	Jobs    int // spawned jobs (a share fail on purpose, a share is cancelled)
+	Workers int // worker processes kept alive
+	// WorkerURL is the URL the worker processes dial (a proxy's, say);
+	// empty means the store's own.
+	WorkerURL string
+	// Fault injects one fault; the runner calls it every Every until the
+	// jobs are done or Faults faults were injected. It returns a short
+	// description for the log, or "" when it did nothing.
+	Fault  func(r *run) string
+	Every  time.Duration
+	Faults int
+	// Timeout bounds the whole scenario.
+	Timeout time.Duration
+}
+
+// run is one scenario in progress.
+type run struct {
+	t       *testing.T
+	sc      scenario
+	ctx     context.Context
+	b       core.QueueBackend // the parent's own view, straight to the store
+	locator string
+	queue   string
+	record  string
+
+	mu      sync.Mutex
+	workers map[int]*worker // by slot
+	seq     int
+	faults  atomic.Int64
+	spawned map[string]In
+}
+
+// worker is one worker process.
+type worker struct {
+	cmd  *exec.Cmd
+	out  *bytes.Buffer
+	done chan struct{}
+}
+
+// runScenario spawns the jobs, keeps sc.Workers worker processes running,
+// injects faults until every job is terminal, then checks the invariants
+// from the store and prints the figures.
+func runScenario(t *testing.T, sc scenario) report {
+	t.Helper()
+	if sc.Timeout == 0 {
+		sc.Timeout = 3 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), sc.Timeout)
+	defer cancel()
+	r := &run{t: t, sc: sc, ctx: ctx, locator: sc.Store.Locator(t), queue: "faults", record: t.TempDir(),
+		workers: map[int]*worker{}, spawned: map[string]In{}}
+	r.b = sc.Store.Open(t, sc.Store.URL, r.locator, true)
+	client, err := boson.NewClient(r.b, boson.ClientOptions{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.spawn(client)
+	for i := 0; i < sc.Workers; i++ {
+		r.startWorker(i)
+	}
+	defer r.stopAll()
+
+	// Faults until done, then wait for the rest.
+	var next time.Time
+	for {
+		if r.terminal() {
+			break
+		}
+		if ctx.Err() != nil {
+			counts, _ := r.b.CountJobs(context.Background(), core.JobFilter{Queue: r.queue})
+			t.Fatalf("%s: jobs not terminal after %v: %v", sc.Name, sc.Timeout, counts)
+		}
+		if sc.Fault != nil && int(r.faults.Load()) < sc.Faults && time.Now().After(next) {
+			if what := sc.Fault(r); what != "" {
+				r.faults.Add(1)
+				t.Logf("fault %d: %s", r.faults.Load(), what)
+			}
+			next = time.Now().Add(sc.Every)
+		}
+		r.keepWorkers()
+		time.Sleep(20 * time.Millisecond)
+	}
+	r.stopAll()
+	rep := r.check()
+	rep.Faults = int(r.faults.Load())
+	fmt.Printf("faults %-28s %s\n", sc.Name+":", rep)
+	t.Logf("%s", rep)
+	return rep
+}
+
+// spawn stores the jobs: a mix of zero to three steps, 2%% planned
+// failures, and 2%% cancelled right away.
+func (r *run) spawn(client *boson.Client) {
+	const batch = 500
+	for start := 0; start < r.sc.Jobs; start += batch {
+		n := min(batch, r.sc.Jobs-start)
+		ins := make([]In, n)
+		for i := range ins {
+			k := start + i
+			ins[i] = In{N: k, Steps: k % 4, WorkMs: 4, Fail: k%50 == 7}
+		}
+		hs, err := boson.SpawnBatch(r.ctx, client, faultTask, ins, boson.WithQueue(r.queue), boson.WithMaxAttempts(100),
+			boson.WithRetry(core.RetryPolicy{Initial: 10 * time.Millisecond, Factor: 2, Max: 100 * time.Millisecond}))
+		if err != nil {
+			r.t.Fatalf("spawn: %v", err)
+		}
+		for i, h := range hs {
+			r.spawned[h.ID()] = ins[i]
+			if (start+i)%50 == 13 {
+				if err := h.Cancel(r.ctx, "cancelled by the scenario"); err != nil {
+					r.t.Fatalf("cancel: %v", err)
+				}
+			}
+		}
+	}
+}
+
+func (r *run) terminal() bool {
+	counts, err := r.b.CountJobs(r.ctx, core.JobFilter{Queue: r.queue})
+	if err != nil {
+		return false // the store may be restarting
+	}
+	var done int64
+	for st, n := range counts {
+		if st.Terminal() {
+			done += n
+		} else if n > 0 {
+			return false
+		}
+	}
+	return done == int64(r.sc.Jobs)
+}
+
+// startWorker starts the worker process of slot i.
+func (r *run) startWorker(slot int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seq++
+	url := r.sc.WorkerURL
+	if url == "" {
+		url = r.sc.Store.URL
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestFaultWorkerProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), envStore+"="+r.sc.Store.Name, envURL+"="+url, envLocator+"="+r.locator,
+		envQueue+"="+r.queue, envRecord+"="+r.record, envWorker+"=w"+strconv.Itoa(slot)+"-"+strconv.Itoa(r.seq),
+		envLease+"="+leaseTTL.String())
+	w := &worker{cmd: cmd, out: &bytes.Buffer{}, done: make(chan struct{})}
+	cmd.Stdout, cmd.Stderr = w.out, w.out
+	if err := cmd.Start(); err != nil {
+		r.t.Fatalf("start worker: %v", err)
+	}
+	go func() { _ = cmd.Wait(); close(w.done) }()
+	r.workers[slot] = w
+}
+
+// keepWorkers restarts the worker of every slot whose process has exited.
+func (r *run) keepWorkers() {
+	r.mu.Lock()
+	var dead []int
+	for slot, w := range r.workers {
+		select {
+		case <-w.done:
+			dead = append(dead, slot)
+		default:
+		}
+	}
+	r.mu.Unlock()
+	for _, slot := range dead {
+		r.startWorker(slot)
+	}
+}
+
+// randomWorker returns a live worker process, or nil.
+func (r *run) randomWorker() *worker {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var live []*worker
+	for _, w := range r.workers {
+		select {
+		case <-w.done:
+		default:
+			live = append(live, w)
+		}
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	return live[rand.IntN(len(live))]
+}
+
+// stopAll stops every worker with SIGTERM (SIGKILL after a while) and
+// waits for it.
+func (r *run) stopAll() {
+	r.mu.Lock()
+	ws := r.workers
+	r.workers = map[int]*worker{}
+	r.mu.Unlock()
+	for _, w := range ws {
+		_ = w.cmd.Process.Signal(syscall.SIGCONT)
+		_ = w.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, w := range ws {
+		select {
+		case <-w.done:
+		case <-time.After(15 * time.Second):
+			_ = w.cmd.Process.Kill()
+			<-w.done
+		}
+	}
+}
+
+// killFault kills a random worker process with SIGKILL; keepWorkers
+// starts another in its slot.
+func killFault(r *run) string {
+	w := r.randomWorker()
+	if w == nil {
+		return ""
+	}
+	if err := w.cmd.Process.Kill(); err != nil {
+		return ""
+	}
+	<-w.done
+	return fmt.Sprintf("SIGKILL worker pid %d", w.cmd.Process.Pid)
+}
