@@ -22,6 +22,7 @@ func allScenarios() []scenario {
 	for _, group := range [][]scenario{
 		basicScenarios, retryScenarios, leaseScenarios, cancelScenarios,
 		workflowScenarios, spawnScenarios, workerScenarios, readScenarios,
+		periodicScenarios,
 	} {
 		all = append(all, group...)
 	}

@@ -34,6 +34,9 @@ type scenario struct {
 	// WorkerURL is the URL the worker processes dial (a proxy's, say);
 	// empty means the store's own.
 	WorkerURL string
+	// DirectWorkers of the Workers dial the store's own URL even when
+	// WorkerURL is set.
+	DirectWorkers int
 	// Fault injects one fault; the runner calls it every Every until the
 	// jobs are done or Faults faults were injected. It returns a short
 	// description for the log, or "" when it did nothing.
@@ -168,7 +171,7 @@ func (r *run) startWorker(slot int) {
 	defer r.mu.Unlock()
 	r.seq++
 	url := r.sc.WorkerURL
-	if url == "" {
+	if url == "" || slot < r.sc.DirectWorkers {
 		url = r.sc.Store.URL
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestFaultWorkerProcess$", "-test.count=1")
