@@ -7,7 +7,9 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -43,6 +45,9 @@ type scenario struct {
 	Fault  func(r *run) string
 	Every  time.Duration
 	Faults int
+	// WorkMs bounds the random work in each step and after the last; 0
+	// means 4 ms.
+	WorkMs int
 	// Timeout bounds the whole scenario.
 	Timeout time.Duration
 }
@@ -76,6 +81,9 @@ type worker struct {
 // from the store and prints the figures.
 func runScenario(t *testing.T, sc scenario) report {
 	t.Helper()
+	if sc.WorkMs == 0 {
+		sc.WorkMs = 4
+	}
 	if sc.Timeout == 0 {
 		sc.Timeout = 3 * time.Minute
 	}
@@ -94,7 +102,9 @@ func runScenario(t *testing.T, sc scenario) report {
 	}
 	defer r.stopAll()
 
-	// Faults until done, then wait for the rest.
+	// Faults start once the workers run jobs, and go on until the jobs
+	// are done or enough were injected.
+	r.waitStarted()
 	var next time.Time
 	for {
 		if r.terminal() {
@@ -131,7 +141,7 @@ func (r *run) spawn(client *boson.Client) {
 		ins := make([]In, n)
 		for i := range ins {
 			k := start + i
-			ins[i] = In{N: k, Steps: k % 4, WorkMs: 4, Fail: k%50 == 7}
+			ins[i] = In{N: k, Steps: k % 4, WorkMs: r.sc.WorkMs, Fail: k%50 == 7}
 		}
 		hs, err := boson.SpawnBatch(r.ctx, client, faultTask, ins, boson.WithQueue(r.queue), boson.WithMaxAttempts(100),
 			boson.WithRetry(core.RetryPolicy{Initial: 10 * time.Millisecond, Factor: 2, Max: 100 * time.Millisecond}))
@@ -147,6 +157,31 @@ func (r *run) spawn(client *boson.Client) {
 			}
 		}
 	}
+}
+
+// waitStarted waits until every worker process has started a job (or
+// the jobs are done).
+func (r *run) waitStarted() {
+	for r.ctx.Err() == nil {
+		files, _ := filepath.Glob(filepath.Join(r.record, "*.log"))
+		busy := 0
+		for _, f := range files {
+			if st, err := os.Stat(f); err == nil && st.Size() > 0 {
+				busy++
+			}
+		}
+		if busy >= r.sc.Workers || r.terminal() {
+			return
+		}
+		r.keepWorkers()
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// running returns how many jobs are running, by the store.
+func (r *run) running() int64 {
+	counts, _ := r.b.CountJobs(r.ctx, core.JobFilter{Queue: r.queue})
+	return counts[core.StateRunning]
 }
 
 func (r *run) terminal() bool {
@@ -200,6 +235,9 @@ func (r *run) keepWorkers() {
 	}
 	r.mu.Unlock()
 	for _, slot := range dead {
+		if w := r.workers[slot]; w.cmd.ProcessState != nil && w.cmd.ProcessState.Exited() && testing.Verbose() {
+			r.t.Logf("worker exited (%v): %s", w.cmd.ProcessState, lastLines(w.out.String(), 5))
+		}
 		r.startWorker(slot)
 	}
 }
@@ -255,4 +293,9 @@ func killFault(r *run) string {
 	}
 	<-w.done
 	return fmt.Sprintf("SIGKILL worker pid %d", w.cmd.Process.Pid)
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
