@@ -263,6 +263,14 @@ func (c *Cron) Next(t time.Time) time.Time {
 	return time.Time{}
 }
 
+// Matches reports whether t, in the schedule's location and truncated to
+// the minute, is a tick.
+func (c *Cron) Matches(t time.Time) bool {
+	t = t.In(c.loc)
+	return c.month&(1<<uint(t.Month())) != 0 && c.dayMatches(t) &&
+		c.hour&(1<<uint(t.Hour())) != 0 && c.minute&(1<<uint(t.Minute())) != 0
+}
+
 func (c *Cron) dayMatches(t time.Time) bool {
 	dom := c.dom&(1<<uint(t.Day())) != 0
 	dow := c.dow&(1<<uint(t.Weekday())) != 0

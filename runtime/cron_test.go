@@ -136,10 +136,45 @@ func FuzzParseCron(f *testing.F) {
 			if next.IsZero() {
 				t.Fatalf("%q: no tick after %v", expr, at)
 			}
-			if !next.After(at) || next.Second() != 0 || next.Nanosecond() != 0 {
+			if !next.After(at) || next.Second() != 0 || next.Nanosecond() != 0 || !c.Matches(next) {
 				t.Fatalf("%q: Next(%v) = %v", expr, at, next)
+			}
+			// No tick was skipped: check every minute in between when the
+			// gap is small enough to scan.
+			first := at.Truncate(time.Minute).Add(time.Minute)
+			if next.Sub(first) <= 3*24*time.Hour {
+				for m := first; m.Before(next); m = m.Add(time.Minute) {
+					if c.Matches(m) {
+						t.Fatalf("%q: Next(%v) = %v skips %v", expr, at, next, m)
+					}
+				}
 			}
 			at = next
 		}
 	})
+}
+
+// TestCronMatchesBruteForce compares Next with a minute-by-minute scan
+// over two months for a few expressions.
+func TestCronMatchesBruteForce(t *testing.T) {
+	for _, expr := range []string{"*/7 */5 * * *", "0 0 13 * fri", "15 3 1-7 * mon", "59 23 L * *", "0 12 * feb-apr sat,sun", "*/30 9-17 * * 1-5"} {
+		c, err := boson.ParseCron(expr)
+		if err != nil {
+			if expr == "59 23 L * *" {
+				continue // "L" is not standard and is rejected
+			}
+			t.Fatal(err)
+		}
+		start := time.Date(2026, 1, 30, 22, 0, 0, 0, time.UTC)
+		next := c.Next(start.Add(-time.Minute))
+		for m := start; m.Before(start.AddDate(0, 2, 0)); m = m.Add(time.Minute) {
+			if !c.Matches(m) {
+				continue
+			}
+			if !m.Equal(next) {
+				t.Fatalf("%q: scan found %v, Next gave %v", expr, m, next)
+			}
+			next = c.Next(m)
+		}
+	}
 }
