@@ -232,6 +232,12 @@ func (s *Scheduler) due(e *scheduleEntry, now time.Time) (ticks []time.Time, lat
 	if s.opts.Missed == MissedAll {
 		keep = s.opts.MaxCatchUp
 	}
+	if iv, ok := e.sched.(Interval); ok && iv.Period > 0 && int64(keep+1) < int64(s.opts.CatchUpWindow/iv.Period) {
+		// Only the last keep ticks matter: skip the scan of older ones.
+		if jump := now.Add(-time.Duration(keep+1) * iv.Period); jump.After(from) {
+			from = jump
+		}
+	}
 	t := from
 	for i := 0; i < maxTickScan; i++ {
 		next := e.sched.Next(t)
@@ -280,8 +286,11 @@ func (s *Scheduler) runEntry(ctx context.Context, e *scheduleEntry, now time.Tim
 }
 
 // NextTick returns the earliest upcoming tick over all schedules after the
-// last pass, or the zero time when no schedule has one.
+// last pass, or the zero time when no schedule has one. It waits for a
+// pass in progress.
 func (s *Scheduler) NextTick() time.Time {
+	s.pass.Lock()
+	defer s.pass.Unlock()
 	now := s.clock.Now()
 	var next time.Time
 	for _, e := range s.snapshot() {

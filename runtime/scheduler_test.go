@@ -314,3 +314,29 @@ func TestSchedulerRunAndWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSchedulerConcurrentUse adds, removes, passes and peeks at once.
+func TestSchedulerConcurrentUse(t *testing.T) {
+	e := newEnv(t)
+	s := e.scheduler(boson.SchedulerOptions{})
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			name := []string{"a", "b", "c", "d"}[i]
+			for range 20 {
+				_ = boson.AddSchedule(s, name, boson.Every(time.Second), tickTask, tickIn{Report: name})
+				if _, err := s.RunDue(context.Background()); err != nil {
+					t.Error(err)
+				}
+				_ = s.NextTick()
+				s.RemoveSchedule(name)
+			}
+		})
+	}
+	wg.Go(func() {
+		for range 20 {
+			e.clock.Advance(time.Second)
+		}
+	})
+	wg.Wait()
+}
