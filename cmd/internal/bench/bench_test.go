@@ -1,0 +1,139 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	mem "github.com/boson-go/boson/backend-mem"
+	"github.com/boson-go/boson/core"
+)
+
+func TestPercentiles(t *testing.T) {
+	var d []time.Duration
+	for i := 100; i >= 1; i-- {
+		d = append(d, time.Duration(i)*time.Microsecond)
+	}
+	p := percentiles(d)
+	if p.N != 100 || p.P50 != 51 || p.P90 != 90 || p.P99 != 99 {
+		t.Fatalf("percentiles = %+v", p)
+	}
+	if p := percentiles(nil); p != (Percentiles{}) {
+		t.Fatalf("percentiles(nil) = %+v", p)
+	}
+}
+
+func TestMedianResult(t *testing.T) {
+	runs := []Result{
+		{Scenario: "batch-noop", DrainPerSec: 3, ToDone: Percentiles{P50: 30}, CallsPerJob: map[string]float64{"Claim": 0.3}},
+		{Scenario: "batch-noop", DrainPerSec: 1, ToDone: Percentiles{P50: 10}, CallsPerJob: map[string]float64{"Claim": 0.1}, Problems: []string{"x"}},
+		{Scenario: "batch-noop", DrainPerSec: 2, ToDone: Percentiles{P50: 20}, CallsPerJob: map[string]float64{"Claim": 0.2}},
+	}
+	m := medianResult(runs)
+	if m.Runs != 3 || m.DrainPerSec != 2 || m.ToDone.P50 != 20 || m.CallsPerJob["Claim"] != 0.2 || len(m.Problems) != 1 {
+		t.Fatalf("median = %+v", m)
+	}
+}
+
+func TestVerdicts(t *testing.T) {
+	v := verdicts("postgres", []Result{
+		{Scenario: "batch-noop", DrainPerSec: 40_000, SpawnPerSec: 50_000},
+		{Scenario: "roundtrip", ToDone: Percentiles{P50: 4_000, N: 1}},
+		{Scenario: "scaling-small", DrainPerSec: 100, Backlog: 10},
+		{Scenario: "scaling-large", DrainPerSec: 79, Backlog: 1000},
+		{Scenario: "idle", CallsPerSec: 1, WirePerSec: 3},
+	})
+	met := map[string]bool{}
+	for _, x := range v {
+		met[x.Goal] = x.Met
+	}
+	want := map[string]bool{"drain": true, "batch spawn": false, "single round trip p50": true,
+		"drain with 1000 queued / with 10 queued": false, "idle worker": false}
+	for goal, w := range want {
+		if got, ok := met[goal]; !ok || got != w {
+			t.Errorf("%s: met %v (present %v), want %v", goal, got, ok, w)
+		}
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	if err := DefaultConfig.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	bad := DefaultConfig
+	bad.Scenarios = []string{"nope"}
+	if err := bad.Validate(); !errors.Is(err, core.ErrInvalidArgument) {
+		t.Fatalf("unknown scenario: %v", err)
+	}
+	bad = DefaultConfig
+	bad.ScaleMeasure = bad.ScaleSmall + 1
+	if err := bad.Validate(); !errors.Is(err, core.ErrInvalidArgument) {
+		t.Fatalf("measure above backlog: %v", err)
+	}
+}
+
+// TestCountingKeepsNotifier checks that the decorator keeps the wrapped
+// backend's wake-ups and reports completions.
+func TestCountingKeepsNotifier(t *testing.T) {
+	ctx := context.Background()
+	b := mem.New(mem.Options{})
+	defer b.Close()
+	c, wrapped := Wrap(b)
+	if _, ok := wrapped.(core.Notifier); !ok {
+		t.Fatal("the decorator of a Notifier is not a Notifier")
+	}
+	var done []string
+	c.OnComplete(func(id string, _ time.Time) { done = append(done, id) })
+	res, err := wrapped.Enqueue(ctx, []core.EnqueueRequest{{Task: "t"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := wrapped.Claim(ctx, core.ClaimRequest{Queue: core.DefaultQueue, WorkerID: "w", Limit: 1, LeaseTTL: time.Minute})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("claim: %v %v", jobs, err)
+	}
+	if _, err := wrapped.Complete(ctx, []core.Completion{{Lease: jobs[0].Lease}}); err != nil {
+		t.Fatal(err)
+	}
+	if len(done) != 1 || done[0] != res[0].Job.ID {
+		t.Fatalf("completions reported: %v", done)
+	}
+	calls := c.Calls()
+	if calls["Enqueue"] != 1 || calls["Claim"] != 1 || calls["Complete"] != 1 || c.Total() != 3 {
+		t.Fatalf("calls = %v", calls)
+	}
+}
+
+func TestWriteSVGAndTable(t *testing.T) {
+	rep := &Report{Kind: "mem", Config: DefaultConfig, AllRuns: map[string][]Result{}}
+	for _, r := range []Result{
+		{Scenario: "ceiling", SpawnPerSec: 1e5, DrainPerSec: 2e5, ToDone: Percentiles{P50: 3, N: 1}, Jobs: 10},
+		{Scenario: "batch-noop", SpawnPerSec: 5e4, DrainPerSec: 4e4, Jobs: 10, CPUSeconds: 0.001},
+		{Scenario: "roundtrip", ToDone: Percentiles{P50: 20, N: 1}},
+		{Scenario: "idle", CallsPerSec: 1, CallsByMethod: map[string]float64{"Claim": 1}},
+	} {
+		rep.AllRuns[r.Scenario] = []Result{r}
+	}
+	rep.finish()
+	if b := fig(rep, "batch-noop"); b.DrainOfCeiling != 0.2 {
+		t.Errorf("drain of ceiling = %v, want 0.2", b.DrainOfCeiling)
+	}
+	var svg, table bytes.Buffer
+	if err := WriteSVG(&svg, []*Report{rep}); err != nil {
+		t.Fatal(err)
+	}
+	if s := svg.String(); !strings.HasPrefix(s, "<svg") || !strings.HasSuffix(strings.TrimSpace(s), "</svg>") || !strings.Contains(s, "40.0k") {
+		t.Fatalf("svg:\n%s", s)
+	}
+	if err := WriteTable(&table, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"batch-noop", "idle worker: 1.00 backend calls/s", "target"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, table.String())
+		}
+	}
+}
