@@ -76,6 +76,54 @@ var periodicScenarios = []scenario{
 		}
 		e.wantKeys("every-20s", ticks...)
 	}},
+	{"periodic_racing_connections", func(e *env) {
+		// On a durable store, schedulers on separate connections to the
+		// same store race (as separate processes would).
+		if !e.factory.Durable {
+			e.Skip("needs a store that can be opened twice")
+		}
+		locator := e.factory.Locator(e.T)
+		stores := []core.QueueBackend{e.factory.Open(e.T, e.clock, locator, true)}
+		for range 2 {
+			stores = append(stores, e.factory.Open(e.T, e.clock, locator, false))
+		}
+		var all []*boson.Scheduler
+		for i := range 6 {
+			s := e.scheduler(e.newClient(stores[i%len(stores)]), boson.SchedulerOptions{Missed: boson.MissedAll, CatchUpWindow: time.Minute})
+			e.must(boson.AddSchedule(s, "every-5s", boson.Every(5*time.Second), periodicTask, "tick"))
+			all = append(all, s)
+		}
+		for range 4 {
+			var wg sync.WaitGroup
+			for _, s := range all {
+				wg.Go(func() {
+					if _, err := s.RunDue(e.ctx); err != nil {
+						e.Error(err)
+					}
+				})
+			}
+			wg.Wait()
+			e.clock.Advance(5 * time.Second)
+		}
+		// Ticks from 11:59:05 (a minute back, window excluded) to 12:00:15.
+		page, err := stores[0].ListJobs(e.ctx, core.JobFilter{Task: periodicTask.Name(), Limit: 1000})
+		e.must(err)
+		seen := map[string]bool{}
+		for _, j := range page.Jobs {
+			if seen[j.IdempotencyKey] {
+				e.Fatalf("tick %s stored twice", j.IdempotencyKey)
+			}
+			seen[j.IdempotencyKey] = true
+		}
+		for tick := epoch.Add(-55 * time.Second); !tick.After(epoch.Add(15 * time.Second)); tick = tick.Add(5 * time.Second) {
+			if !seen[boson.PeriodicKey("every-5s", tick)] {
+				e.Fatalf("tick %v missing; have %d jobs", tick, len(page.Jobs))
+			}
+		}
+		if len(page.Jobs) != 15 {
+			e.Fatalf("%d jobs, want 15", len(page.Jobs))
+		}
+	}},
 	{"periodic_cron_runs_on_worker", func(e *env) {
 		s := e.scheduler(e.client, boson.SchedulerOptions{})
 		e.must(boson.AddSchedule(s, "quarter-hour", boson.MustParseCron("*/15 * * * *"), periodicTask, "cron", boson.WithQueue("periodic")))

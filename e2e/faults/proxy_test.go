@@ -18,6 +18,10 @@ type proxy struct {
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
 
+	accepted atomic.Int64 // connections accepted so far
+	live     atomic.Int64 // connections open now
+	peak     atomic.Int64 // most connections open at once
+
 	latency    atomic.Int64 // nanoseconds added to each forwarded chunk
 	stallUntil atomic.Int64 // unix nanoseconds; traffic waits until then
 	wg         sync.WaitGroup
@@ -55,9 +59,15 @@ func (p *proxy) accept() {
 			continue
 		}
 		p.track(c, s)
+		p.accepted.Add(1)
+		if n := p.live.Add(1); n > p.peak.Load() {
+			p.peak.Store(n)
+		}
+		var once sync.Once
+		gone := func() { once.Do(func() { p.live.Add(-1) }) }
 		p.wg.Add(2)
-		go p.pipe(c, s)
-		go p.pipe(s, c)
+		go func() { p.pipe(c, s); gone() }()
+		go func() { p.pipe(s, c); gone() }()
 	}
 }
 
