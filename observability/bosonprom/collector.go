@@ -16,6 +16,9 @@ import (
 type Options struct {
 	// Namespace prefixes every metric name; empty means "boson".
 	Namespace string
+	// ConstLabels are added to every metric, for example to tell apart
+	// the collectors of several backends in one registry.
+	ConstLabels prometheus.Labels
 	// Workers are the workers whose counters are exported; more can be
 	// added with [Collector.AddWorker].
 	Workers []*boson.Worker
@@ -120,16 +123,16 @@ func New(opts Options) (*Collector, error) {
 	ns := opts.Namespace
 	for _, d := range counterDefs {
 		c.descs.counters = append(c.descs.counters, prometheus.NewDesc(
-			prometheus.BuildFQName(ns, "worker", d.name), d.help, []string{"worker", "queue"}, nil))
+			prometheus.BuildFQName(ns, "worker", d.name), d.help, []string{"worker", "queue"}, opts.ConstLabels))
 	}
 	c.descs.duration = prometheus.NewDesc(prometheus.BuildFQName(ns, "worker", "execution_duration_seconds"),
-		"Wall-clock duration of executions.", []string{"worker", "queue"}, nil)
+		"Wall-clock duration of executions.", []string{"worker", "queue"}, opts.ConstLabels)
 	c.descs.queueJobs = prometheus.NewDesc(prometheus.BuildFQName(ns, "queue", "jobs"),
-		"Jobs in the queue by state (as of the last refresh).", []string{"queue", "state"}, nil)
+		"Jobs in the queue by state (as of the last refresh).", []string{"queue", "state"}, opts.ConstLabels)
 	c.descs.paused = prometheus.NewDesc(prometheus.BuildFQName(ns, "queue", "paused"),
-		"1 when the queue is paused (only known when every queue is listed).", []string{"queue"}, nil)
+		"1 when the queue is paused (only known when every queue is listed).", []string{"queue"}, opts.ConstLabels)
 	c.descs.statsUp = prometheus.NewDesc(prometheus.BuildFQName(ns, "queue", "stats_up"),
-		"1 when the last refresh of queue depths succeeded.", nil, nil)
+		"1 when the last refresh of queue depths succeeded.", nil, opts.ConstLabels)
 	return c, nil
 }
 

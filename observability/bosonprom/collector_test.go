@@ -233,3 +233,26 @@ func TestSelectedQueues(t *testing.T) {
 		t.Fatalf("nil worker: %v", err)
 	}
 }
+
+// TestTwoBackendsOneRegistry: const labels tell apart the collectors of
+// two backends registered together.
+func TestTwoBackendsOneRegistry(t *testing.T) {
+	a, b := newFixture(t), newFixture(t)
+	reg := prometheus.NewPedanticRegistry()
+	for name, f := range map[string]*fixture{"a": a, "b": b} {
+		c, err := bosonprom.New(bosonprom.Options{Backend: f.b, ConstLabels: prometheus.Labels{"store": name}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := reg.Register(c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := boson.Spawn(context.Background(), a.client, double, 1); err != nil {
+		t.Fatal(err)
+	}
+	n, err := testutil.GatherAndCount(reg, "boson_queue_stats_up", "boson_queue_jobs")
+	if err != nil || n != 2+6 {
+		t.Fatalf("%d series (%v), want 8", n, err)
+	}
+}
