@@ -82,9 +82,17 @@ func TestWorkerCounters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Completion is counted when its write lands, just after Wait sees it.
+	// Outcomes are counted when their write lands, just after Wait sees it.
+	settled := func() bool {
+		tot := f.w.Metrics().Total
+		var observed int64
+		for _, n := range tot.ExecutionHistogram {
+			observed += n
+		}
+		return tot.Completed == 2 && tot.Failed == 1 && observed == 3
+	}
 	deadline := time.Now().Add(10 * time.Second)
-	for f.w.Metrics().Total.Completed < 2 && time.Now().Before(deadline) {
+	for !settled() && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
 	want := `
