@@ -32,3 +32,16 @@ func TestStoreRestarts(t *testing.T) {
 		})
 	}
 }
+
+// TestNATSClusterNodeRestart crashes one node of a three-node NATS
+// cluster at a time (the command stream has three replicas) and starts it
+// again on its store directory while the workers go on.
+func TestNATSClusterNodeRestart(t *testing.T) {
+	url, nodes := natsCluster(t)
+	sc := scenario{Name: "restart/nats-cluster-node", Store: natsClusterStore(url), Jobs: 300, Workers: 2, WorkMs: 30,
+		Fault: nodeRestartFault(nodes), Every: time.Second, Faults: 1}
+	if full() {
+		sc.Jobs, sc.Faults, sc.Every, sc.Timeout = 5000, 6, 3*time.Second, 15*time.Minute
+	}
+	runScenario(t, sc)
+}

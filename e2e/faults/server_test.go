@@ -9,6 +9,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -68,7 +69,9 @@ func (s *server) start() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	for {
-		err := s.ready(ctx)
+		actx, acancel := context.WithTimeout(ctx, 2*time.Second)
+		err := s.ready(actx)
+		acancel()
 		if err == nil {
 			return nil
 		}
@@ -77,7 +80,8 @@ func (s *server) start() error {
 			b, _ := os.ReadFile(out.Name())
 			return fmt.Errorf("%s exited: %s", s.name, lastLines(string(b), 5))
 		case <-ctx.Done():
-			return fmt.Errorf("%s did not answer: %v", s.name, err)
+			b, _ := os.ReadFile(out.Name())
+			return fmt.Errorf("%s did not answer: %v: %s", s.name, err, lastLines(string(b), 5))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
@@ -232,4 +236,78 @@ func postgresServer(t testing.TB) *server {
 			return c.Ping(ctx)
 		},
 	})
+}
+
+// natsCluster is three private nats-server nodes with JetStream, each on
+// its own store directory, routed to each other.
+func natsCluster(t testing.TB) (url string, nodes []*server) {
+	bin, err := exec.LookPath("nats-server")
+	if err != nil {
+		if _, err2 := os.Stat("/usr/sbin/nats-server"); err2 != nil {
+			t.Skip("nats-server is not installed")
+		}
+		bin = "/usr/sbin/nats-server"
+	}
+	var ports, cports []int
+	var urls, routes []string
+	for i := 0; i < 3; i++ {
+		ports, cports = append(ports, freePort(t)), append(cports, freePort(t))
+		urls = append(urls, fmt.Sprintf("nats://127.0.0.1:%d", ports[i]))
+		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", cports[i]))
+	}
+	// Start all three before waiting: JetStream answers once a meta leader
+	// is elected, which needs a quorum.
+	nodes = make([]*server, 3)
+	for i := range nodes {
+		dir, i := t.TempDir(), i
+		nodes[i] = &server{t: t, name: fmt.Sprintf("nats-node%d", i), url: urls[i], crash: syscall.SIGKILL,
+			args: func() *exec.Cmd {
+				return exec.Command(bin, "-a", "127.0.0.1", "-p", strconv.Itoa(ports[i]), "-js", "-sd", dir,
+					"-n", fmt.Sprintf("node%d", i), "--cluster_name", "boson", "--cluster", routes[i],
+					"--routes", strings.Join(routes, ","))
+			},
+			ready: func(ctx context.Context) error {
+				nc, err := nats.Connect(urls[i], nats.Timeout(time.Second))
+				if err != nil {
+					return err
+				}
+				defer nc.Close()
+				js, err := nc.JetStream()
+				if err != nil {
+					return err
+				}
+				_, err = js.AccountInfo(nats.Context(ctx))
+				return err
+			},
+		}
+	}
+	errs := make(chan error, 3)
+	for _, n := range nodes {
+		go func() { errs <- n.start() }()
+	}
+	for range nodes {
+		if err := <-errs; err != nil {
+			for _, n := range nodes {
+				n.stop(syscall.SIGKILL)
+			}
+			t.Skipf("nats cluster: %v", err)
+		}
+	}
+	t.Cleanup(func() {
+		for _, n := range nodes {
+			n.stop(syscall.SIGKILL)
+		}
+	})
+	return strings.Join(urls, ","), nodes
+}
+
+// nodeRestartFault crashes one node of a cluster, in turn, and starts it
+// again on its store directory.
+func nodeRestartFault(nodes []*server) func(r *run) string {
+	var n int
+	return func(r *run) string {
+		node := nodes[n%len(nodes)]
+		n++
+		return restartFault(node)(r)
+	}
 }

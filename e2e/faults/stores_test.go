@@ -60,7 +60,7 @@ func envOr(k, def string) string {
 // when BOSON_TEST_REQUIRE names the service (or is "all").
 func answering(t testing.TB, service, rawURL string) {
 	t.Helper()
-	u, err := url.Parse(rawURL)
+	u, err := url.Parse(strings.Split(rawURL, ",")[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,9 +186,15 @@ func redisStore(rawURL string) store {
 	}
 }
 
-func natsStore(rawURL string) store {
+func natsStore(rawURL string) store { return natsStoreReplicas("nats", rawURL, 1) }
+
+// natsClusterStore is NATS on a three-node cluster: rawURL lists the
+// nodes, separated by commas, and the command stream has three replicas.
+func natsClusterStore(rawURL string) store { return natsStoreReplicas("nats3", rawURL, 3) }
+
+func natsStoreReplicas(name, rawURL string, replicas int) store {
 	return store{
-		Name: "nats", Networked: true, URL: rawURL,
+		Name: name, Networked: replicas == 1, URL: rawURL,
 		Open: func(t testing.TB, rawURL, ns string, owner bool) core.QueueBackend {
 			answering(t, "nats", rawURL)
 			nc, err := nats.Connect(rawURL, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond),
@@ -200,7 +206,7 @@ func natsStore(rawURL string) store {
 			defer cancel()
 			var b *natsq.Backend
 			for attempt := 1; ; attempt++ {
-				b, err = natsq.New(ctx, nc, natsq.Options{Namespace: ns, Logger: quiet, PollInterval: 50 * time.Millisecond})
+				b, err = natsq.New(ctx, nc, natsq.Options{Namespace: ns, Replicas: replicas, Logger: quiet, PollInterval: 50 * time.Millisecond})
 				if err == nil || attempt == 5 || ctx.Err() != nil {
 					break
 				}
@@ -246,6 +252,8 @@ func storeNamed(name, rawURL string) (store, bool) {
 		return redisStore(rawURL), true
 	case "nats":
 		return natsStore(rawURL), true
+	case "nats3":
+		return natsClusterStore(rawURL), true
 	}
 	return store{}, false
 }
