@@ -40,9 +40,10 @@ func TestNetworkFaults(t *testing.T) {
 			continue
 		}
 		t.Run(s.Name, func(t *testing.T) {
+			t.Parallel() // one store per backend; the runs share only the CPU
 			answering(t, s.Name, s.URL)
 			p := startProxy(t, hostOf(s.URL))
-			sc := scenario{Name: "network/" + s.Name, Store: s, Jobs: 300, Workers: 3, WorkerURL: withHost(s.URL, p.Addr()),
+			sc := scenario{Name: "network/" + s.Name, Store: s, Jobs: 200, Workers: 3, WorkerURL: withHost(s.URL, p.Addr()),
 				DirectWorkers: 1, WorkMs: 60, Fault: networkFault(p), Every: 500 * time.Millisecond, Faults: 3}
 			if full() {
 				sc.Jobs, sc.Faults, sc.Every, sc.Timeout = 5000, 300, time.Second, 15*time.Minute

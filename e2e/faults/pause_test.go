@@ -30,7 +30,8 @@ func pauseFault(r *run) string {
 func TestPausedWorker(t *testing.T) {
 	for _, s := range sharedStores() {
 		t.Run(s.Name, func(t *testing.T) {
-			sc := scenario{Name: "sigstop/" + s.Name, Store: s, Jobs: 300, Workers: 3, WorkMs: 40, Fault: pauseFault, Every: 200 * time.Millisecond, Faults: 1}
+			t.Parallel() // one store per backend; the runs share only the CPU
+			sc := scenario{Name: "sigstop/" + s.Name, Store: s, Jobs: 200, Workers: 3, WorkMs: 40, Fault: pauseFault, Every: 200 * time.Millisecond, Faults: 1}
 			if full() {
 				sc.Jobs, sc.Faults, sc.Timeout = 5000, 100, 15*time.Minute
 			}
