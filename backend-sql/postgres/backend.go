@@ -107,8 +107,10 @@ func (b *Backend) Migrate(ctx context.Context) error {
 // EnqueueTx implements [core.TxEnqueuer]: it stores reqs inside tx, a
 // pgx.Tx (a *pgxpool.Tx or any other implementation), under a savepoint.
 // The jobs become visible, and their notification is sent, only when
-// the caller commits; they vanish if it rolls back. A refused batch
-// (invalid, conflicting or rate limited) leaves tx usable. When a task of
+// the caller commits; they vanish if it rolls back. The savepoint, the
+// enqueue and the release go out as one pipelined batch: one round trip.
+// A refused batch (invalid, conflicting or rate limited) leaves tx
+// usable; rolling back to the savepoint costs it a second round trip. When a task of
 // the batch has rate limits, its config row stays locked until tx ends,
 // so other enqueues of that task wait for it: keep such transactions
 // short.

@@ -9,10 +9,15 @@
 // priority, run_at, id LIMIT n FOR UPDATE SKIP LOCKED that walks a
 // partial index of the claimable jobs, cancels due jobs past a deadline
 // and opens the run rows in the same round trip. A batch of completions
-// is one statement as well, and a batch enqueue one multi-row INSERT.
+// is one statement as well, and so is a batch enqueue: one call of the
+// schema's boson_enqueue function (migration 2), which locks the config
+// rows of rate-limited tasks, inserts every job with one multi-row
+// INSERT, resolves idempotency keys, checks the limits and notifies, all
+// in one round trip.
 //
-// When Options.Clock is nil every decision uses the server's now(), so
-// workers on machines with skewed clocks agree. Durability is the
+// When Options.Clock is nil every decision uses the server's clock
+// (now(); an enqueue reads clock_timestamp() once it holds its rate-limit
+// locks), so workers on machines with skewed clocks agree. Durability is the
 // server's commit setting (synchronous_commit).
 //
 // The backend implements [core.Notifier] with LISTEN/NOTIFY: enqueues,

@@ -31,55 +31,6 @@ func (Postgres) LockRows() string { return " FOR UPDATE" }
 // SkipLocked implements Dialect.
 func (Postgres) SkipLocked() string { return " FOR UPDATE SKIP LOCKED" }
 
-// InsertJobs implements Dialect with one multi-row INSERT from unnest.
-func (Postgres) InsertJobs(ctx context.Context, e *Engine, q Querier, jobs []core.Job) (map[string]bool, error) {
-	n := len(jobs)
-	ids, queues, tasks := make([]string, n), make([]string, n), make([]string, n)
-	payloads := make([][]byte, n)
-	headers, retries, fps, actors := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
-	prio, maxAtt := make([]int32, n), make([]int32, n)
-	maxDelay, maxDur, runAt, created := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-	keys := make([]*string, n)
-	deadlines := make([]*int64, n)
-	for i, j := range jobs {
-		ids[i], queues[i], tasks[i] = j.ID, j.Queue, j.Task
-		if len(j.Payload) > 0 {
-			payloads[i] = j.Payload
-		}
-		headers[i], retries[i], fps[i], actors[i] = EncodeHeaders(j.Headers), EncodeRetry(j.Retry), j.Fingerprint, j.Actor
-		prio[i], maxAtt[i] = int32(j.Priority), int32(j.MaxAttempts)
-		maxDelay[i], maxDur[i] = int64(j.Cancel.MaxDelay), int64(j.Cancel.MaxDuration)
-		runAt[i], created[i] = toUS(j.RunAt), toUS(j.CreatedAt)
-		if j.IdempotencyKey != "" {
-			k := j.IdempotencyKey
-			keys[i] = &k
-		}
-		if d, ok := DeadlineUS(j).(int64); ok {
-			deadlines[i] = &d
-		}
-	}
-	rows, err := q.Query(ctx, e.render(`WITH ins AS (INSERT INTO {s}jobs (id, queue, task, payload, headers, priority, max_attempts, retry,
-		max_delay, max_duration, idempotency_key, fingerprint, actor, run_at, created_at, deadline_at, state)
-		SELECT *, 'queued' FROM unnest(?::text[], ?::text[], ?::text[], ?::bytea[], ?::text[], ?::int4[], ?::int4[], ?::text[],
-			?::int8[], ?::int8[], ?::text[], ?::text[], ?::text[], ?::int8[], ?::int8[], ?::int8[])
-		ON CONFLICT DO NOTHING RETURNING id, queue)
-		SELECT ins.id FROM ins, LATERAL (SELECT pg_notify(?, ins.queue)) AS n`),
-		ids, queues, tasks, payloads, headers, prio, maxAtt, retries, maxDelay, maxDur, keys, fps, actors, runAt, created, deadlines, e.channel)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	out := make(map[string]bool, n)
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		out[id] = true
-	}
-	return out, rows.Err()
-}
-
 // pgClaim is the whole claim in one statement: cancel the due jobs past a
 // deadline, lock the first Limit due jobs in claim order with SKIP
 // LOCKED, mark them running and open their runs.

@@ -31,7 +31,7 @@ func (SQLite) LockRows() string { return "" }
 // SkipLocked implements Dialect.
 func (SQLite) SkipLocked() string { return "" }
 
-// InsertJobs implements Dialect with multi-row inserts of up to 1,000 rows.
+// InsertJobs implements RowInserter with multi-row inserts of up to 1,000 rows.
 func (SQLite) InsertJobs(ctx context.Context, e *Engine, q Querier, jobs []core.Job) (map[string]bool, error) {
 	out := make(map[string]bool, len(jobs))
 	const chunk = 1000

@@ -19,11 +19,19 @@ func (e *Engine) Enqueue(ctx context.Context, reqs []core.EnqueueRequest) ([]cor
 	}
 	var res []core.EnqueueResult
 	var queues []string
-	err := e.st.WriteTx(ctx, func(q Querier) error {
-		var err error
-		res, queues, err = e.enqueueIn(ctx, q, reqs)
-		return err
-	})
+	var err error
+	if be, ok := e.d.(BatchEnqueuer); ok {
+		err = e.st.WriteOne(ctx, func(q Querier) error {
+			res, queues, err = e.enqueueBatch(ctx, be, q, reqs, false)
+			return err
+		})
+	} else {
+		err = e.st.WriteTx(ctx, func(q Querier) error {
+			var err error
+			res, queues, err = e.enqueueIn(ctx, q, reqs)
+			return err
+		})
+	}
 	if err != nil {
 		return nil, e.wrap("enqueue", err)
 	}
@@ -42,6 +50,13 @@ func (e *Engine) EnqueueIn(ctx context.Context, q Querier, reqs []core.EnqueueRe
 	}
 	if err := e.validateEnqueue(reqs); err != nil {
 		return nil, err
+	}
+	if be, ok := e.d.(BatchEnqueuer); ok {
+		res, _, err := e.enqueueBatch(ctx, be, q, reqs, true)
+		if err != nil {
+			return nil, e.wrap("enqueue", err)
+		}
+		return res, nil
 	}
 	if _, err := q.Exec(ctx, "SAVEPOINT boson_enqueue"); err != nil {
 		return nil, e.wrap("enqueue: savepoint", err)
@@ -86,7 +101,11 @@ func (e *Engine) enqueueIn(ctx context.Context, q Querier, reqs []core.EnqueueRe
 	if err != nil {
 		return nil, nil, err
 	}
-	inserted, err := e.d.InsertJobs(ctx, e, q, jobs)
+	ins, ok := e.d.(RowInserter)
+	if !ok {
+		return nil, nil, fmt.Errorf("%w: the %s dialect has no enqueue", core.ErrUnsupported, e.d.Name())
+	}
+	inserted, err := ins.InsertJobs(ctx, e, q, jobs)
 	if err != nil {
 		return nil, nil, err
 	}

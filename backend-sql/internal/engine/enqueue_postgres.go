@@ -1,0 +1,206 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/boson-go/boson/core"
+)
+
+// BatchEnqueuer is implemented by dialects that store a whole prepared
+// batch in one statement: the clock read, the rate-limit locks and
+// checks, the insert, the idempotency lookups and the notification all
+// happen in the store, so an enqueue costs one round trip.
+type BatchEnqueuer interface {
+	// EnqueueJobs stores jobs atomically and returns one result per job
+	// and the queues that got new jobs. With inTx false, q is the store's
+	// pool and the statement is its own transaction; with inTx true, q is
+	// a transaction that the caller owns, which a refused batch leaves
+	// usable. now is the decision time in microseconds, or NULL for the
+	// store's clock.
+	EnqueueJobs(ctx context.Context, e *Engine, q Querier, jobs []core.Job, now any, inTx bool) ([]core.EnqueueResult, []string, error)
+}
+
+// SQLSTATEs raised by the boson_enqueue function (migration 0002).
+const (
+	pgStateConflict    = "BQ001"
+	pgStateRateLimited = "BQ002"
+)
+
+// pgEnqueue calls boson_enqueue; its rows are the position, the reused
+// flag and the stored job.
+var pgEnqueue = `SELECT r.pos, r.reused, ` + JobCols("(r.job)") + ` FROM {s}boson_enqueue(?::bigint, ?::text[], ?::text[], ?::text[],
+	?::bytea[], ?::text[], ?::int4[], ?::int4[], ?::text[], ?::int8[], ?::int8[], ?::text[], ?::text[], ?::text[], ?::int8[], ?::text) AS r`
+
+// EnqueueJobs implements BatchEnqueuer with one call of boson_enqueue.
+// The jobs' ids come from core.PrepareJobs; their run_at, created_at and
+// deadline are decided in the store from the engine's time argument (the
+// server's clock when it is NULL). Inside a caller's transaction the call
+// is pipelined between a SAVEPOINT and its RELEASE, still one round trip;
+// a refused batch costs a second one to roll back to the savepoint.
+func (Postgres) EnqueueJobs(ctx context.Context, e *Engine, q Querier, jobs []core.Job, now any, inTx bool) ([]core.EnqueueResult, []string, error) {
+	args := pgEnqueueArgs(e, jobs, now)
+	sql := e.render(pgEnqueue)
+	res := make([]core.EnqueueResult, len(jobs))
+	var queues []string
+	seen := map[string]bool{}
+	scan := func(rows pgx.Rows) error {
+		filled := 0
+		for rows.Next() {
+			var pos int
+			var reused bool
+			j, err := ScanJob(rows, &pos, &reused)
+			if err != nil {
+				return err
+			}
+			if pos < 0 || pos >= len(res) {
+				return fmt.Errorf("enqueue returned position %d of a batch of %d", pos, len(res))
+			}
+			res[pos] = core.EnqueueResult{Job: j, Reused: reused}
+			filled++
+			if !reused && !seen[j.Queue] {
+				seen[j.Queue] = true
+				queues = append(queues, j.Queue)
+			}
+		}
+		if err := rows.Err(); err != nil {
+			return pgEnqueueError(err)
+		}
+		if filled != len(res) {
+			return fmt.Errorf("enqueue returned %d results for a batch of %d", filled, len(res))
+		}
+		return nil
+	}
+	pq, ok := q.(PgxQuerier)
+	if !ok {
+		return nil, nil, fmt.Errorf("enqueue: %T is not a pgx querier", q)
+	}
+	if !inTx {
+		rows, err := pq.C.Query(ctx, sql, args...)
+		if err != nil {
+			return nil, nil, pgEnqueueError(err)
+		}
+		defer rows.Close()
+		if err := scan(rows); err != nil {
+			return nil, nil, err
+		}
+		return res, queues, nil
+	}
+	b := &pgx.Batch{}
+	b.Queue("SAVEPOINT boson_enqueue")
+	b.Queue(sql, args...)
+	b.Queue("RELEASE SAVEPOINT boson_enqueue")
+	br := pq.C.SendBatch(ctx, b)
+	err := pgBatchEnqueue(br, scan)
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = pgEnqueueError(cerr)
+	}
+	if err != nil {
+		// One simple-protocol query (no arguments): an aborted
+		// transaction refuses to parse RELEASE until the rollback ran.
+		if _, rbErr := pq.C.Exec(ctx, "ROLLBACK TO SAVEPOINT boson_enqueue; RELEASE SAVEPOINT boson_enqueue"); rbErr != nil {
+			return nil, nil, fmt.Errorf("%w (rolling back to the savepoint: %v)", err, rbErr)
+		}
+		return nil, nil, err
+	}
+	return res, queues, nil
+}
+
+// pgBatchEnqueue reads the results of SAVEPOINT, the enqueue and RELEASE.
+func pgBatchEnqueue(br pgx.BatchResults, scan func(pgx.Rows) error) error {
+	if _, err := br.Exec(); err != nil {
+		return err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return pgEnqueueError(err)
+	}
+	err = scan(rows)
+	rows.Close()
+	if err == nil {
+		err = pgEnqueueError(rows.Err())
+	}
+	if err != nil {
+		return err
+	}
+	_, err = br.Exec()
+	return err
+}
+
+// pgEnqueueArgs lays the jobs out as the function's array arguments.
+func pgEnqueueArgs(e *Engine, jobs []core.Job, now any) []any {
+	n := len(jobs)
+	ids, queues, tasks := make([]string, n), make([]string, n), make([]string, n)
+	payloads := make([][]byte, n)
+	headers, retries, fps, actors := make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	prio, maxAtt := make([]int32, n), make([]int32, n)
+	maxDelay, maxDur, runAt := make([]int64, n), make([]int64, n), make([]int64, n)
+	keys := make([]*string, n)
+	for i, j := range jobs {
+		ids[i], queues[i], tasks[i] = j.ID, j.Queue, j.Task
+		if len(j.Payload) > 0 {
+			payloads[i] = j.Payload
+		}
+		headers[i], retries[i], fps[i], actors[i] = EncodeHeaders(j.Headers), EncodeRetry(j.Retry), j.Fingerprint, j.Actor
+		prio[i], maxAtt[i] = int32(j.Priority), int32(j.MaxAttempts)
+		maxDelay[i], maxDur[i] = int64(j.Cancel.MaxDelay), int64(j.Cancel.MaxDuration)
+		// PrepareJobs set RunAt to the later of the requested time and
+		// its own clock; the store takes the later of it and its clock.
+		if j.RunAt.After(j.CreatedAt) {
+			runAt[i] = toUS(j.RunAt)
+		}
+		if j.IdempotencyKey != "" {
+			k := j.IdempotencyKey
+			keys[i] = &k
+		}
+	}
+	return []any{now, ids, queues, tasks, payloads, headers, prio, maxAtt, retries, maxDelay, maxDur, keys, fps, actors, runAt, e.channel}
+}
+
+// pgEnqueueError maps the function's SQLSTATEs to core's sentinels.
+func pgEnqueueError(err error) error {
+	var pe *pgconn.PgError
+	if err == nil || !errors.As(err, &pe) {
+		return err
+	}
+	switch pe.Code {
+	case pgStateConflict:
+		idx, convErr := strconv.Atoi(pe.Detail)
+		if convErr != nil {
+			return fmt.Errorf("%w: %s", core.ErrIdempotencyConflict, pe.Message)
+		}
+		return &core.BatchError{Index: idx, Err: fmt.Errorf("%w: %s", core.ErrIdempotencyConflict, pe.Message)}
+	case pgStateRateLimited:
+		return fmt.Errorf("%w: %s", core.ErrRateLimited, pe.Message)
+	}
+	return err
+}
+
+// enqueueBatch prepares reqs and stores them through a BatchEnqueuer.
+// PrepareJobs stamps the configured clock's time, else the process
+// clock's (it orders the ids); the store decides the stored times from
+// the same configured time, or from its own clock.
+func (e *Engine) enqueueBatch(ctx context.Context, be BatchEnqueuer, q Querier, reqs []core.EnqueueRequest, inTx bool) ([]core.EnqueueResult, []string, error) {
+	t := time.Now()
+	var now any
+	if e.clock != nil {
+		t = e.clock.Now()
+		now = toUS(t)
+	}
+	jobs, err := core.PrepareJobs(reqs, t, e.limits)
+	if err != nil {
+		return nil, nil, err
+	}
+	return be.EnqueueJobs(ctx, e, q, jobs, now, inTx)
+}
+
+var (
+	_ BatchEnqueuer = Postgres{}
+	_ RowInserter   = SQLite{}
+)
