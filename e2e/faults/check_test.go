@@ -25,6 +25,9 @@ type report struct {
 	// StaleAttempts counts attempts that returned a result under a token
 	// that was not the winning one; the store refused every one of them.
 	StaleAttempts int
+	// LeaseLost counts writes the store refused with ErrLeaseLost, as the
+	// worker processes reported them.
+	LeaseLost int
 	// DuplicateCompletions counts jobs with more than one succeeded run or
 	// whose result came from a stale attempt; it must be 0.
 	DuplicateCompletions int
@@ -34,8 +37,8 @@ type report struct {
 }
 
 func (r report) String() string {
-	return fmt.Sprintf("jobs=%d succeeded=%d failed=%d cancelled=%d faults=%d recoveries=%d duplicate_executions=%d stale_attempts_refused=%d duplicate_completions=%d checkpoints_checked=%d",
-		r.Jobs, r.Succeeded, r.Failed, r.Cancelled, r.Faults, r.Recoveries, r.DuplicateExecutions, r.StaleAttempts, r.DuplicateCompletions, r.CheckpointsChecked)
+	return fmt.Sprintf("jobs=%d succeeded=%d failed=%d cancelled=%d faults=%d recoveries=%d duplicate_executions=%d stale_attempts_refused=%d lease_lost_refusals=%d duplicate_completions=%d checkpoints_checked=%d",
+		r.Jobs, r.Succeeded, r.Failed, r.Cancelled, r.Faults, r.Recoveries, r.DuplicateExecutions, r.StaleAttempts, r.LeaseLost, r.DuplicateCompletions, r.CheckpointsChecked)
 }
 
 // records are what the worker processes wrote: per job, the tokens of the
@@ -45,10 +48,15 @@ type records struct {
 	started  map[string][]int64
 	finished map[string][]int64
 	steps    map[string]map[string][]string // job -> step -> values seen
+	// accepted and refused hold, per job, the attempts whose completion
+	// the store accepted and those whose write it refused (ErrLeaseLost).
+	accepted map[string][]int64
+	refused  map[string][]int64
 }
 
 func readRecords(dir string) (records, error) {
-	rec := records{started: map[string][]int64{}, finished: map[string][]int64{}, steps: map[string]map[string][]string{}}
+	rec := records{started: map[string][]int64{}, finished: map[string][]int64{}, steps: map[string]map[string][]string{},
+		accepted: map[string][]int64{}, refused: map[string][]int64{}}
 	files, err := filepath.Glob(filepath.Join(dir, "*.log"))
 	if err != nil {
 		return rec, err
@@ -68,6 +76,13 @@ func readRecords(dir string) (records, error) {
 			case len(fs) == 3 && fs[0] == "D":
 				tok, _ := strconv.ParseInt(fs[2], 10, 64)
 				rec.finished[fs[1]] = append(rec.finished[fs[1]], tok)
+			case len(fs) == 3 && (fs[0] == "C" || fs[0] == "L"):
+				n, _ := strconv.ParseInt(fs[2], 10, 64)
+				if fs[0] == "C" {
+					rec.accepted[fs[1]] = append(rec.accepted[fs[1]], n)
+				} else {
+					rec.refused[fs[1]] = append(rec.refused[fs[1]], n)
+				}
 			case len(fs) == 4 && fs[0] == "S":
 				if rec.steps[fs[1]] == nil {
 					rec.steps[fs[1]] = map[string][]string{}
@@ -155,6 +170,13 @@ func (r *run) checkJob(ctx context.Context, j core.Job, rec records, rep *report
 	if len(rec.started[j.ID]) > 1 {
 		rep.DuplicateExecutions++
 	}
+	rep.LeaseLost += len(rec.refused[j.ID])
+	// The workers' side: the store accepted at most one completion, and
+	// only for a job that succeeded, from the attempt of its succeeded run.
+	if acc := rec.accepted[j.ID]; len(acc) > 1 || len(acc) == 1 && j.State != core.StateSucceeded {
+		rep.DuplicateCompletions++
+		t.Errorf("job %s (%s): the store accepted completions of attempts %v", j.ID, j.State, acc)
+	}
 	switch j.State {
 	case core.StateSucceeded:
 		if len(succeeded) != 1 {
@@ -171,6 +193,10 @@ func (r *run) checkJob(ctx context.Context, j core.Job, rec records, rep *report
 		if out.Token != succeeded[0].Token || out.Token != maxToken {
 			rep.DuplicateCompletions++
 			t.Errorf("job %s: result written under token %d, succeeded run token %d, last token %d", j.ID, out.Token, succeeded[0].Token, maxToken)
+		}
+		if acc := rec.accepted[j.ID]; len(acc) == 1 && acc[0] != int64(succeeded[0].Attempt) {
+			rep.DuplicateCompletions++
+			t.Errorf("job %s: a worker saw attempt %d accepted, the store's succeeded run is attempt %d", j.ID, acc[0], succeeded[0].Attempt)
 		}
 		for _, tok := range rec.finished[j.ID] {
 			if tok != out.Token {

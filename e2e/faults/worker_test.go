@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/signal"
@@ -131,7 +132,7 @@ func TestFaultWorkerProcess(t *testing.T) {
 	defer f.Close()
 	b := s.Open(t, os.Getenv(envURL), os.Getenv(envLocator), false)
 	w, err := boson.NewWorker(b, boson.WorkerOptions{
-		ID: os.Getenv(envWorker), Queues: []string{os.Getenv(envQueue)}, Concurrency: 8, Logger: quiet,
+		ID: os.Getenv(envWorker), Queues: []string{os.Getenv(envQueue)}, Concurrency: 8, Logger: slog.New(outcomeLog{rec: recorder{f}}),
 		LeaseTTL: lease, HeartbeatInterval: lease / 5, PollInterval: 20 * time.Millisecond,
 		RescueInterval: lease / 2, RetentionInterval: -1, ShutdownGrace: 2 * time.Second,
 	})
