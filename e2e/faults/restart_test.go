@@ -9,7 +9,8 @@ import (
 // of a run and starts it again on the same data: Redis with
 // appendfsync always, a Postgres cluster (immediate shutdown, then WAL
 // replay), a NATS server with JetStream on the same store directory, and
-// one node of a three-node NATS cluster at a time. Nothing spawned may be lost and the invariants must hold.
+// one node of a three-node NATS cluster at a time. Nothing spawned may be
+// lost and the invariants must hold.
 func TestStoreRestarts(t *testing.T) {
 	servers := []struct {
 		name  string
