@@ -146,16 +146,27 @@ func TestConnectionsBoundedAndReused(t *testing.T) {
 }
 
 // TestPeakRSSDrainMillion measures the peak resident memory of a worker
-// draining 1,000,000 jobs on mem, fed and cleaned in waves so the store
-// holds at most one wave. Opt in with BOSON_FAULTS_RSS=1; it prints the
-// figure and checks nothing about time.
+// draining 1,000,000 jobs, fed and cleaned in waves so the store holds at
+// most one wave. Opt in with BOSON_FAULTS_RSS=mem (or =sqlite, for a
+// worker on a SQLite file; BOSON_FAULTS_RSS_JOBS changes the count); it
+// prints the figures and checks nothing about time.
 func TestPeakRSSDrainMillion(t *testing.T) {
-	if os.Getenv("BOSON_FAULTS_RSS") == "" {
-		t.Skip("set BOSON_FAULTS_RSS=1 to measure")
+	kind := os.Getenv("BOSON_FAULTS_RSS")
+	if kind == "" {
+		t.Skip("set BOSON_FAULTS_RSS=mem or =sqlite to measure")
 	}
 	ctx := context.Background()
-	b := mem.New(mem.Options{Logger: quiet})
+	var b core.QueueBackend = mem.New(mem.Options{Logger: quiet})
+	if kind == "sqlite" {
+		_ = b.Close()
+		s := sqliteStore()
+		b = s.Open(t, "", s.Locator(t), true)
+	}
 	defer b.Close()
+	total := 1_000_000
+	if n, err := strconv.Atoi(os.Getenv("BOSON_FAULTS_RSS_JOBS")); err == nil && n > 0 {
+		total = n
+	}
 	c, err := boson.NewClient(b, boson.ClientOptions{Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
@@ -172,7 +183,7 @@ func TestPeakRSSDrainMillion(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = w.Shutdown(ctx) }()
-	const total, wave = 1_000_000, 10_000
+	const wave = 10_000
 	ins := make([]int, wave)
 	done := int64(0)
 	for spawned := 0; spawned < total; spawned += wave {
@@ -190,11 +201,11 @@ func TestPeakRSSDrainMillion(t *testing.T) {
 			t.Fatal(err)
 		}
 		done += wave
-		if done%200_000 == 0 {
+		if done%100_000 == 0 {
 			fmt.Printf("rss drained=%d rss=%s peak=%s\n", done, procStatus("VmRSS"), procStatus("VmHWM"))
 		}
 	}
-	fmt.Printf("rss mem: drained %d jobs, peak RSS %s\n", done, procStatus("VmHWM"))
+	fmt.Printf("rss %s: drained %d jobs, peak RSS %s\n", kind, done, procStatus("VmHWM"))
 }
 
 // procStatus returns a field of /proc/self/status, such as "VmHWM" (peak
