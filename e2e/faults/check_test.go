@@ -28,6 +28,9 @@ type report struct {
 	// LeaseLost counts writes the store refused with ErrLeaseLost, as the
 	// worker processes reported them.
 	LeaseLost int
+	// CheckpointRefusals counts step saves of stale attempts the store
+	// refused with ErrLeaseLost.
+	CheckpointRefusals int
 	// DuplicateCompletions counts jobs with more than one succeeded run or
 	// whose result came from a stale attempt; it must be 0.
 	DuplicateCompletions int
@@ -37,8 +40,8 @@ type report struct {
 }
 
 func (r report) String() string {
-	return fmt.Sprintf("jobs=%d succeeded=%d failed=%d cancelled=%d faults=%d recoveries=%d duplicate_executions=%d stale_attempts_refused=%d lease_lost_refusals=%d duplicate_completions=%d checkpoints_checked=%d",
-		r.Jobs, r.Succeeded, r.Failed, r.Cancelled, r.Faults, r.Recoveries, r.DuplicateExecutions, r.StaleAttempts, r.LeaseLost, r.DuplicateCompletions, r.CheckpointsChecked)
+	return fmt.Sprintf("jobs=%d succeeded=%d failed=%d cancelled=%d faults=%d recoveries=%d duplicate_executions=%d stale_attempts_refused=%d lease_lost_refusals=%d checkpoint_refusals=%d duplicate_completions=%d checkpoints_checked=%d",
+		r.Jobs, r.Succeeded, r.Failed, r.Cancelled, r.Faults, r.Recoveries, r.DuplicateExecutions, r.StaleAttempts, r.LeaseLost, r.CheckpointRefusals, r.DuplicateCompletions, r.CheckpointsChecked)
 }
 
 // records are what the worker processes wrote: per job, the tokens of the
@@ -52,11 +55,14 @@ type records struct {
 	// the store accepted and those whose write it refused (ErrLeaseLost).
 	accepted map[string][]int64
 	refused  map[string][]int64
+	// checkpointRefused counts, per job, step saves refused with
+	// ErrLeaseLost.
+	checkpointRefused map[string]int
 }
 
 func readRecords(dir string) (records, error) {
 	rec := records{started: map[string][]int64{}, finished: map[string][]int64{}, steps: map[string]map[string][]string{},
-		accepted: map[string][]int64{}, refused: map[string][]int64{}}
+		accepted: map[string][]int64{}, refused: map[string][]int64{}, checkpointRefused: map[string]int{}}
 	files, err := filepath.Glob(filepath.Join(dir, "*.log"))
 	if err != nil {
 		return rec, err
@@ -83,6 +89,8 @@ func readRecords(dir string) (records, error) {
 				} else {
 					rec.refused[fs[1]] = append(rec.refused[fs[1]], n)
 				}
+			case len(fs) == 4 && fs[0] == "K":
+				rec.checkpointRefused[fs[1]]++
 			case len(fs) == 4 && fs[0] == "S":
 				if rec.steps[fs[1]] == nil {
 					rec.steps[fs[1]] = map[string][]string{}
@@ -171,6 +179,7 @@ func (r *run) checkJob(ctx context.Context, j core.Job, rec records, rep *report
 		rep.DuplicateExecutions++
 	}
 	rep.LeaseLost += len(rec.refused[j.ID])
+	rep.CheckpointRefusals += rec.checkpointRefused[j.ID]
 	// The workers' side: the store accepted at most one completion, and
 	// only for a job that succeeded, from the attempt of its succeeded run.
 	if acc := rec.accepted[j.ID]; len(acc) > 1 || len(acc) == 1 && j.State != core.StateSucceeded {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boson-go/boson/core"
 	boson "github.com/boson-go/boson/runtime"
 )
 
@@ -65,7 +66,8 @@ func (r recorder) line(format string, a ...any) {
 
 // faultHandler is the task the worker processes run. Lines: "X job token"
 // when an attempt starts, "S job step value" for each step value it reads
-// back, "D job token" when it returns its result.
+// back, "K job step token" when the store refused to save a step's value
+// (ErrLeaseLost), "D job token" when it returns its result.
 func faultHandler(rec recorder) func(context.Context, In) (Out, error) {
 	pid := os.Getpid()
 	return func(ctx context.Context, in In) (Out, error) {
@@ -80,6 +82,9 @@ func faultHandler(rec recorder) func(context.Context, In) (Out, error) {
 				return fmt.Sprintf("%d/%d/%d", pid, info.Token, info.Attempt), nil
 			})
 			if err != nil {
+				if errors.Is(err, core.ErrLeaseLost) {
+					rec.line("K %s s%d %d", info.JobID, i, info.Token)
+				}
 				return Out{}, err
 			}
 			rec.line("S %s s%d %s", info.JobID, i, v)
