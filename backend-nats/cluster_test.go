@@ -157,12 +157,18 @@ func testNodeLoss(t *testing.T, c *cluster) {
 		stopOnce  sync.Once
 		wg        sync.WaitGroup
 	)
-	for w := 0; w < workers; w++ {
+	// Every worker's backend is open before any of them works, so that the
+	// leader's shutdown cannot race the opening of a later worker.
+	backends := make([]*natsq.Backend, workers)
+	for w := range backends {
 		b, err := natsq.New(ctx, c.connectNode(t, w), opts)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer b.Close()
+		backends[w] = b
+	}
+	for w, b := range backends {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
