@@ -38,8 +38,11 @@ func (b *Backend) Claim(ctx context.Context, req core.ClaimRequest) ([]core.Job,
 	}
 	s.promoteDue(q, now)
 
-	var out []core.Job
-	for len(out) < req.Limit {
+	s.holdSignals()
+	defer s.releaseSignals()
+	got := s.claimed[:0]
+	size := 0
+	for len(got) < req.Limit {
 		r := q.ready.pop()
 		if r == nil {
 			break
@@ -49,13 +52,25 @@ func (b *Backend) Claim(ctx context.Context, req core.ClaimRequest) ([]core.Job,
 			s.fileScheduled(r)
 			continue
 		}
-		if reason, passed := core.DeadlinePassed(r.job, now); passed {
+		if reason, passed := deadlinePassed(&r.job, now); passed {
 			s.cancel(r, reason, now)
 			continue
 		}
 		s.claimOne(r, req, now)
-		out = append(out, copyJob(r.job))
+		got = append(got, r)
+		size += len(r.job.Payload)
 	}
+	if len(got) == 0 {
+		return nil, nil
+	}
+	out := make([]core.Job, len(got))
+	arena := make([]byte, 0, size)
+	for i, r := range got {
+		out[i] = r.job
+		copyOut(&out[i], &arena)
+	}
+	clear(got)
+	s.claimed = got[:0]
 	return out, nil
 }
 

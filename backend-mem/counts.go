@@ -63,31 +63,74 @@ func hasState(states []core.JobState, s core.JobState) bool {
 	return false
 }
 
+// runCounts counts runs by status, indexed like core.AllRunStatuses.
+type runCounts [6]int64
+
+func runIndex(s core.RunStatus) int {
+	switch s {
+	case core.RunRunning:
+		return 0
+	case core.RunSucceeded:
+		return 1
+	case core.RunFailed:
+		return 2
+	case core.RunSleeping:
+		return 3
+	case core.RunCancelled:
+		return 4
+	default:
+		return 5
+	}
+}
+
+func (c *runCounts) add(s core.RunStatus, d int64) { c[runIndex(s)] += d }
+
 // The creation window of a task, for MaxEnqueuePerSecond: a sorted list of
-// the creation times of its recent jobs. Times a second older than the
-// newest creation are pruned whenever the task enqueues, so the list holds
-// about one second of the task's enqueues. (A clock moved back by more than
-// a second can therefore undercount; production clocks do not do that.)
+// the creation times of its recent jobs, each with the number of jobs
+// created at that instant (a batch shares one). Times a second older than
+// the newest creation are pruned whenever the task enqueues, so the list
+// holds about one second of the task's enqueues. (A clock moved back by
+// more than a second can therefore undercount; production clocks do not do
+// that.)
+
+// createdAt is one instant of a task's creation window.
+type createdAt struct {
+	at time.Time
+	n  int
+}
 
 // noteCreated records a job created at at.
 func (t *taskState) noteCreated(at time.Time) {
-	t.prune(at)
+	t.nCreated++
 	n := len(t.created)
-	if n == 0 || !at.Before(t.created[n-1]) {
-		t.created = append(t.created, at)
+	if n > 0 && t.created[n-1].at.Equal(at) {
+		t.created[n-1].n++
 		return
 	}
-	i := sort.Search(n, func(i int) bool { return t.created[i].After(at) })
-	t.created = append(t.created, time.Time{})
+	t.prune(at)
+	n = len(t.created)
+	if n == 0 || t.created[n-1].at.Before(at) {
+		t.created = append(t.created, createdAt{at, 1})
+		return
+	}
+	i := sort.Search(n, func(i int) bool { return !t.created[i].at.Before(at) })
+	if t.created[i].at.Equal(at) {
+		t.created[i].n++
+		return
+	}
+	t.created = append(t.created, createdAt{})
 	copy(t.created[i+1:], t.created[i:])
-	t.created[i] = at
+	t.created[i] = createdAt{at, 1}
 }
 
 // forgetCreated removes one recorded creation at t, if it is still kept.
 func (t *taskState) forgetCreated(at time.Time) {
-	i := sort.Search(len(t.created), func(i int) bool { return !t.created[i].Before(at) })
-	if i < len(t.created) && t.created[i].Equal(at) {
-		t.created = append(t.created[:i], t.created[i+1:]...)
+	i := sort.Search(len(t.created), func(i int) bool { return !t.created[i].at.Before(at) })
+	if i < len(t.created) && t.created[i].at.Equal(at) {
+		t.nCreated--
+		if t.created[i].n--; t.created[i].n == 0 {
+			t.created = append(t.created[:i], t.created[i+1:]...)
+		}
 	}
 }
 
@@ -95,15 +138,23 @@ func (t *taskState) forgetCreated(at time.Time) {
 // times that can no longer count.
 func (t *taskState) createdWithin(now time.Time) int {
 	t.prune(now)
-	upto := sort.Search(len(t.created), func(i int) bool { return t.created[i].After(now) })
-	return upto
+	n := t.nCreated
+	for i := len(t.created) - 1; i >= 0 && t.created[i].at.After(now); i-- {
+		n -= t.created[i].n // only after the clock moved back
+	}
+	return n
 }
 
 // prune forgets the creation times that cannot count at now or later:
-// those at or before now-1s. Reslicing makes it O(log n); append reclaims
-// the dropped prefix when it next grows the array.
+// those at or before now-1s. Each time is dropped once, so this costs O(1)
+// amortised; reslicing leaves append to reclaim the dropped prefix when it
+// next grows the array.
 func (t *taskState) prune(now time.Time) {
 	from := now.Add(-time.Second)
-	drop := sort.Search(len(t.created), func(i int) bool { return t.created[i].After(from) })
+	drop := 0
+	for drop < len(t.created) && !t.created[drop].at.After(from) {
+		t.nCreated -= t.created[drop].n
+		drop++
+	}
 	t.created = t.created[drop:]
 }

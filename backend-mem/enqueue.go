@@ -3,28 +3,41 @@ package mem
 import (
 	"context"
 	"fmt"
+	"maps"
 	"time"
 
 	"github.com/boson-go/boson/core"
 )
 
 // Enqueue stores a batch of jobs atomically: every item is stored or reused,
-// or nothing is. It validates and prepares the batch with
-// [core.PrepareJobs] before taking the lock, then, under the lock, resolves
-// idempotency keys, checks the task limits of the new jobs, and only then
-// stores them. Cost: O(k log n) for k items.
+// or nothing is. It validates the batch and builds the records before
+// taking the lock, doing what [core.PrepareJobs] does except for the id and
+// the times; under the lock it reads the clock, resolves idempotency keys,
+// checks the task limits of the new jobs, and only then makes the ids and
+// stores the jobs. Making the ids under the lock keeps every index in id
+// order by appending. Cost: O(k) for k items in the common case, O(k log n)
+// at worst.
 func (b *Backend) Enqueue(ctx context.Context, reqs []core.EnqueueRequest) ([]core.EnqueueResult, error) {
 	if err := b.usable(ctx); err != nil {
 		return nil, err
 	}
-	now := b.now()
-	jobs, err := core.PrepareJobs(reqs, now, b.limits)
-	if err != nil {
+	if err := b.limits.ValidateBatch("batch size", len(reqs)); err != nil {
 		return nil, err
 	}
-	// Own copies of the caller's payloads and headers.
-	for i := range jobs {
-		jobs[i] = copyJob(jobs[i])
+	keys, size := false, 0
+	for i := range reqs {
+		if err := core.ValidateRequest(reqs[i], b.limits); err != nil {
+			return nil, &core.BatchError{Index: i, Err: err}
+		}
+		keys = keys || reqs[i].IdempotencyKey != ""
+		size += len(reqs[i].Payload)
+	}
+	// One allocation holds the records of the batch and one the backend's
+	// copies of its payloads.
+	recs := make([]jobRec, len(reqs))
+	arena := make([]byte, 0, size)
+	for i := range reqs {
+		recs[i].init(prepare(&reqs[i], &arena))
 	}
 
 	if err := b.lock(ctx); err != nil {
@@ -32,55 +45,114 @@ func (b *Backend) Enqueue(ctx context.Context, reqs []core.EnqueueRequest) ([]co
 	}
 	defer b.mu.Unlock()
 	s := b.s
+	now := b.now()
 
 	// Pass 1: resolve idempotency keys and count the new jobs per task.
 	// Nothing changes until every item has passed.
-	reused := make([]*core.Job, len(jobs)) // the job an item reuses, if any
-	inBatch := map[idemKey]int{}           // key -> index of its first item in this batch
-	newPerTask := map[string]int{}
-	for i := range jobs {
-		j := &jobs[i]
-		if j.IdempotencyKey != "" {
+	var reused []*core.Job // the job an item reuses, if any
+	if keys {
+		reused = make([]*core.Job, len(recs))
+		inBatch := map[idemKey]int{} // key -> index of its first item in this batch
+		for i := range recs {
+			j := &recs[i].job
+			if j.IdempotencyKey == "" {
+				continue
+			}
 			k := idemKey{j.Queue, j.IdempotencyKey}
 			var held *core.Job
+			holder := ""
 			if r := s.idem[k]; r != nil {
-				held = &r.job
+				held, holder = &r.job, "job "+r.job.ID
 			} else if first, ok := inBatch[k]; ok {
-				held = &jobs[first]
+				held, holder = &recs[first].job, fmt.Sprintf("item %d of this batch", first)
 			}
 			if held != nil {
 				if held.Fingerprint != j.Fingerprint {
 					return nil, &core.BatchError{Index: i, Err: fmt.Errorf(
-						"%w: queue %q key %q is held by job %s with a different request",
-						core.ErrIdempotencyConflict, j.Queue, j.IdempotencyKey, held.ID)}
+						"%w: queue %q key %q is held by %s with a different request",
+						core.ErrIdempotencyConflict, j.Queue, j.IdempotencyKey, holder)}
 				}
 				reused[i] = held
 				continue
 			}
 			inBatch[k] = i
 		}
-		newPerTask[j.Task]++
 	}
-	if err := s.checkLimits(newPerTask, now); err != nil {
-		return nil, err
+	if len(s.taskConfigs) > 0 {
+		newPerTask := map[string]int{}
+		for i := range recs {
+			if reused == nil || reused[i] == nil {
+				newPerTask[recs[i].job.Task]++
+			}
+		}
+		if err := s.checkLimits(newPerTask, now); err != nil {
+			return nil, err
+		}
 	}
 
 	// Pass 2: store the new jobs and answer in request order. A reused item
 	// that points into this batch answers with the job stored for its key.
-	out := make([]core.EnqueueResult, len(jobs))
-	for i := range jobs {
-		if reused[i] == nil {
-			s.insert(newJobRec(jobs[i]), now)
+	s.holdSignals()
+	var prev *jobRec
+	for i := range recs {
+		if reused != nil && reused[i] != nil {
+			continue
 		}
+		r := &recs[i]
+		j := &r.job
+		j.ID = core.NewID(now)
+		j.CreatedAt = now
+		j.RunAt = now
+		if at := reqs[i].RunAt; !at.IsZero() && at.After(now) {
+			j.RunAt = at.UTC().Truncate(time.Microsecond)
+		}
+		s.insert(r, prev, now)
+		prev = r
 	}
-	for i := range jobs {
-		if held := reused[i]; held != nil {
-			out[i] = core.EnqueueResult{Job: copyJob(*held), Reused: true}
-		} else {
-			out[i] = core.EnqueueResult{Job: copyJob(jobs[i])}
+	s.releaseSignals()
+
+	out := make([]core.EnqueueResult, len(recs))
+	outArena := make([]byte, 0, size)
+	for i := range recs {
+		if reused != nil && reused[i] != nil {
+			out[i] = core.EnqueueResult{Job: copyJob(*reused[i]), Reused: true}
+			continue
 		}
+		out[i].Job = recs[i].job
+		copyOut(&out[i].Job, &outArena)
 	}
 	return out, nil
+}
+
+// prepare turns a valid request into the job to store, as
+// [core.PrepareJobs] does, with its own copies of the payload (taken from
+// arena) and headers, but without id, CreatedAt and RunAt, which Enqueue
+// sets under the lock.
+func prepare(r *core.EnqueueRequest, arena *[]byte) core.Job {
+	j := core.Job{
+		Queue:          r.Queue,
+		Task:           r.Task,
+		Payload:        carve(arena, r.Payload),
+		Headers:        maps.Clone(r.Headers),
+		Priority:       r.Priority,
+		State:          core.StateQueued,
+		MaxAttempts:    r.MaxAttempts,
+		Retry:          r.Retry,
+		Cancel:         r.Cancel,
+		IdempotencyKey: r.IdempotencyKey,
+		Fingerprint:    r.Fingerprint,
+		Actor:          r.Actor,
+	}
+	if j.Queue == "" {
+		j.Queue = core.DefaultQueue
+	}
+	if j.MaxAttempts == 0 {
+		j.MaxAttempts = core.DefaultMaxAttempts
+	}
+	if j.Fingerprint == "" {
+		j.Fingerprint = fingerprint(r)
+	}
+	return j
 }
 
 // checkLimits refuses a batch that would take a task over the MaxInFlight

@@ -48,13 +48,13 @@ func (b *Backend) Heartbeat(ctx context.Context, lease core.Lease, ttl time.Dura
 	if err != nil {
 		return core.Lease{}, err
 	}
-	if reason, passed := core.DeadlinePassed(r.job, now); passed {
+	if reason, passed := deadlinePassed(&r.job, now); passed {
 		s.cancel(r, reason, now)
 		return core.Lease{}, fmt.Errorf("%w: job %s: %s", core.ErrLeaseLost, lease.JobID, reason)
 	}
 	// Only the lease heap's key changes, so a fix stands in for detach/attach.
 	r.job.Lease.ExpiresAt = now.Add(ttl)
-	s.leases.fix(r)
+	s.leases.fix(r, r.job.Lease.ExpiresAt)
 	return r.job.Lease, nil
 }
 
@@ -90,6 +90,8 @@ func (b *Backend) Complete(ctx context.Context, items []core.Completion) ([]erro
 	s := b.s
 	now := b.now()
 
+	s.holdSignals()
+	defer s.releaseSignals()
 	for i, it := range items {
 		if errs[i] != nil {
 			continue

@@ -1,146 +1,162 @@
 package mem
 
-import (
-	"container/heap"
-	"time"
+import "time"
+
+// The slots of jobRec.pos: every heap a record can belong to has its own
+// slot, in which the record keeps its position in that heap.
+const (
+	slotReady    = iota // the out-of-order heap of its ready lane
+	slotSched           // its queue's scheduled heap
+	slotLease           // the lease heap
+	slotDeadline        // the deadline heap
+	slotFin             // the global finished heap
+	slotQueueFin        // its queue's finished heap
+	nSlots
 )
 
-// jobHeap is a binary min-heap of job records that knows where each record
-// sits. Every record stores its position in each heap it can belong to (see
-// the *Idx fields of jobRec), so removing or re-ordering an arbitrary record
-// costs O(log n) instead of a search. A position of -1 means "not in this
-// heap".
+// noPos is the pos of a record in no heap.
+var noPos = [nSlots]int32{-1, -1, -1, -1, -1, -1}
+
+// hkey is a heap key: an instant, then the record's sequence number, which
+// is unique and follows the job ids (see jobRec.seq), so that ties never
+// depend on insertion order.
+type hkey struct {
+	sec  int64
+	seq  uint64
+	nsec int32
+}
+
+func keyOf(t time.Time, seq uint64) hkey {
+	return hkey{sec: t.Unix(), nsec: int32(t.Nanosecond()), seq: seq}
+}
+
+func (a hkey) less(b hkey) bool {
+	if a.sec != b.sec {
+		return a.sec < b.sec
+	}
+	if a.nsec != b.nsec {
+		return a.nsec < b.nsec
+	}
+	return a.seq < b.seq
+}
+
+// hent is one heap entry: the key is kept next to the record so that
+// sifting does not chase pointers.
+type hent struct {
+	k hkey
+	r *jobRec
+}
+
+// jobHeap is a binary min-heap of job records by hkey that knows where each
+// record sits: every record stores its position in each heap it can belong
+// to (jobRec.pos[slot]), so removing or re-keying an arbitrary record costs
+// O(log n) instead of a search. A position of -1 means "not in this heap".
 //
-// The backend keeps one jobHeap per index it needs: per queue the ready and
-// the scheduled jobs, and globally the running jobs by lease expiry, the
-// active jobs by cancellation deadline and the terminal jobs by finish time.
+// The backend keeps one jobHeap per index it needs: per queue the scheduled
+// jobs (by RunAt) and the out-of-order ready jobs of each priority (by
+// RunAt), and globally the running jobs by lease expiry, the active jobs by
+// cancellation deadline and the terminal jobs by finish time (also per
+// queue).
 type jobHeap struct {
-	items []*jobRec
-	less  func(a, b *jobRec) bool
-	// pos returns the field of r that holds r's position in this heap.
-	pos func(r *jobRec) *int
+	e    []hent
+	slot int
 }
 
-// heap.Interface, used only through the methods below.
+func (h *jobHeap) len() int { return len(h.e) }
 
-func (h *jobHeap) Len() int           { return len(h.items) }
-func (h *jobHeap) Less(i, j int) bool { return h.less(h.items[i], h.items[j]) }
-func (h *jobHeap) Swap(i, j int) {
-	h.items[i], h.items[j] = h.items[j], h.items[i]
-	*h.pos(h.items[i]) = i
-	*h.pos(h.items[j]) = j
+func (h *jobHeap) set(i int, x hent) {
+	h.e[i] = x
+	x.r.pos[h.slot] = int32(i)
 }
-func (h *jobHeap) Push(x any) {
-	r := x.(*jobRec)
-	*h.pos(r) = len(h.items)
-	h.items = append(h.items, r)
+
+// add inserts r under key at. r must not be in the heap already.
+func (h *jobHeap) add(r *jobRec, at time.Time) {
+	h.e = append(h.e, hent{k: keyOf(at, r.seq), r: r})
+	h.up(len(h.e) - 1)
 }
-func (h *jobHeap) Pop() any {
-	n := len(h.items) - 1
-	r := h.items[n]
-	h.items[n] = nil // let the record be collected once it is deleted
-	h.items = h.items[:n]
-	*h.pos(r) = -1
+
+func (h *jobHeap) up(i int) {
+	x := h.e[i]
+	for i > 0 {
+		p := (i - 1) / 2
+		if !x.k.less(h.e[p].k) {
+			break
+		}
+		h.set(i, h.e[p])
+		i = p
+	}
+	h.set(i, x)
+}
+
+// down sifts the entry at i down and reports whether it moved.
+func (h *jobHeap) down(i int) bool {
+	n := len(h.e)
+	x := h.e[i]
+	i0 := i
+	for {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if r := c + 1; r < n && h.e[r].k.less(h.e[c].k) {
+			c = r
+		}
+		if !h.e[c].k.less(x.k) {
+			break
+		}
+		h.set(i, h.e[c])
+		i = c
+	}
+	h.set(i, x)
+	return i > i0
+}
+
+func (h *jobHeap) removeAt(i int) *jobRec {
+	n := len(h.e) - 1
+	r := h.e[i].r
+	if i != n {
+		h.set(i, h.e[n])
+	}
+	h.e[n] = hent{} // let the record be collected once it is deleted
+	h.e = h.e[:n]
+	if i != n && !h.down(i) {
+		h.up(i)
+	}
+	r.pos[h.slot] = -1
 	return r
 }
 
-// add inserts r. r must not be in the heap already.
-func (h *jobHeap) add(r *jobRec) { heap.Push(h, r) }
-
 // remove takes r out of the heap if it is there.
 func (h *jobHeap) remove(r *jobRec) {
-	if i := *h.pos(r); i >= 0 {
-		heap.Remove(h, i)
+	if i := r.pos[h.slot]; i >= 0 {
+		h.removeAt(int(i))
 	}
 }
 
-// fix restores the heap order after r's key changed.
-func (h *jobHeap) fix(r *jobRec) {
-	if i := *h.pos(r); i >= 0 {
-		heap.Fix(h, i)
+// fix gives r, if it is in the heap, the key at.
+func (h *jobHeap) fix(r *jobRec, at time.Time) {
+	i := int(r.pos[h.slot])
+	if i < 0 {
+		return
+	}
+	h.e[i].k = keyOf(at, r.seq)
+	if !h.down(i) {
+		h.up(i)
 	}
 }
 
 // peek returns the smallest record, or nil when the heap is empty.
 func (h *jobHeap) peek() *jobRec {
-	if len(h.items) == 0 {
+	if len(h.e) == 0 {
 		return nil
 	}
-	return h.items[0]
+	return h.e[0].r
 }
 
 // pop removes and returns the smallest record, or nil when the heap is empty.
 func (h *jobHeap) pop() *jobRec {
-	if len(h.items) == 0 {
+	if len(h.e) == 0 {
 		return nil
 	}
-	return heap.Pop(h).(*jobRec)
-}
-
-// The orders of the heaps. Every order ends with the job id, which is unique,
-// so that ties never depend on insertion order.
-
-// readyOrder is the claim order: priority, then run-at, then id.
-func readyOrder(a, b *jobRec) bool {
-	if a.job.Priority != b.job.Priority {
-		return a.job.Priority < b.job.Priority
-	}
-	if !a.job.RunAt.Equal(b.job.RunAt) {
-		return a.job.RunAt.Before(b.job.RunAt)
-	}
-	return a.job.ID < b.job.ID
-}
-
-// scheduledOrder orders jobs that are not yet due by due time.
-func scheduledOrder(a, b *jobRec) bool {
-	return timeThenID(a.job.RunAt, b.job.RunAt, a, b)
-}
-
-// leaseOrder orders running jobs by lease expiry.
-func leaseOrder(a, b *jobRec) bool {
-	return timeThenID(a.job.Lease.ExpiresAt, b.job.Lease.ExpiresAt, a, b)
-}
-
-// deadlineOrder orders active jobs by the instant they pass a cancellation
-// deadline. The instant is cached on the record when it is filed.
-func deadlineOrder(a, b *jobRec) bool {
-	return timeThenID(a.deadline, b.deadline, a, b)
-}
-
-// finishedOrder orders terminal jobs by finish time, oldest first.
-func finishedOrder(a, b *jobRec) bool {
-	return timeThenID(a.job.FinishedAt, b.job.FinishedAt, a, b)
-}
-
-func timeThenID(ta, tb time.Time, a, b *jobRec) bool {
-	if !ta.Equal(tb) {
-		return ta.Before(tb)
-	}
-	return a.job.ID < b.job.ID
-}
-
-// Constructors binding each heap to its position field on jobRec.
-
-func newReadyHeap() *jobHeap {
-	return &jobHeap{less: readyOrder, pos: func(r *jobRec) *int { return &r.readyIdx }}
-}
-
-func newScheduledHeap() *jobHeap {
-	return &jobHeap{less: scheduledOrder, pos: func(r *jobRec) *int { return &r.schedIdx }}
-}
-
-func newLeaseHeap() *jobHeap {
-	return &jobHeap{less: leaseOrder, pos: func(r *jobRec) *int { return &r.leaseIdx }}
-}
-
-func newDeadlineHeap() *jobHeap {
-	return &jobHeap{less: deadlineOrder, pos: func(r *jobRec) *int { return &r.deadlineIdx }}
-}
-
-func newFinishedHeap() *jobHeap {
-	return &jobHeap{less: finishedOrder, pos: func(r *jobRec) *int { return &r.finIdx }}
-}
-
-func newQueueFinishedHeap() *jobHeap {
-	return &jobHeap{less: finishedOrder, pos: func(r *jobRec) *int { return &r.queueFinIdx }}
+	return h.removeAt(0)
 }

@@ -190,9 +190,9 @@ func (b *Backend) TaskStats(ctx context.Context, task string) (core.TaskStats, e
 		return st, nil
 	}
 	t.counts.addTo(st.Jobs, nil)
-	for status, n := range t.runs {
+	for i, n := range t.runs {
 		if n != 0 {
-			st.Runs[status] = n
+			st.Runs[core.AllRunStatuses[i]] = n
 		}
 	}
 	st.RunTime = t.runTime

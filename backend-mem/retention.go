@@ -25,13 +25,13 @@ func (b *Backend) Cleanup(ctx context.Context, req core.CleanupRequest) (int, er
 	defer b.mu.Unlock()
 	s := b.s
 
-	h := s.finished
+	h := &s.finished
 	if req.Queue != "" {
 		q, ok := s.queues[req.Queue]
 		if !ok {
 			return 0, nil
 		}
-		h = q.finished
+		h = &q.finished
 	}
 	n := 0
 	for n < req.Limit {

@@ -7,10 +7,13 @@ import (
 )
 
 // jobRec is the backend's record of one job: the job itself, its runs and
-// checkpoints, and its positions in the heaps that index it.
+// checkpoints, and its positions in the structures that index it.
 type jobRec struct {
-	job         core.Job
+	job core.Job
+	// runs usually points into runBuf: most jobs run once, and then their
+	// run costs no allocation of its own.
 	runs        []core.Run
+	runBuf      [1]core.Run
 	checkpoints map[string]core.Checkpoint
 
 	// deadline caches core.Deadline(job) while the record is in the
@@ -23,19 +26,34 @@ type jobRec struct {
 	t     *taskState
 	tally *stateCounts
 
-	// Positions in the heaps (see jobHeap); -1 when absent.
-	readyIdx, schedIdx, leaseIdx, deadlineIdx, finIdx, queueFinIdx int
+	// seq numbers the records in the order they were stored, which is also
+	// the order of their ids (ids are made under the lock, in that order):
+	// the heaps break ties with it instead of comparing ids.
+	seq uint64
+	// Positions in the heaps, by slot (see heaps.go); -1 when absent.
+	pos [nSlots]int32
+	// fifo is the position in the FIFO of the job's ready lane, or -1.
+	fifo int32
+}
+
+// init prepares a zeroed record for j.
+func (r *jobRec) init(j core.Job) {
+	r.job = j
+	r.pos = noPos
+	r.fifo = -1
 }
 
 func newJobRec(j core.Job) *jobRec {
-	return &jobRec{job: j, readyIdx: -1, schedIdx: -1, leaseIdx: -1, deadlineIdx: -1, finIdx: -1, queueFinIdx: -1}
+	r := &jobRec{}
+	r.init(j)
+	return r
 }
 
 // queueState indexes the jobs of one queue.
 type queueState struct {
-	ready     *jobHeap // queued or sleeping, due: claim order
-	scheduled *jobHeap // queued or sleeping, RunAt still ahead
-	finished  *jobHeap // terminal, by finish time
+	ready     readyQueue // queued or sleeping, due: claim order
+	scheduled jobHeap    // queued or sleeping, RunAt still ahead
+	finished  jobHeap    // terminal, by finish time
 	counts    stateCounts
 	ids       idIndex
 	wake      wakeTimer // signals when the next scheduled job comes due
@@ -44,12 +62,14 @@ type queueState struct {
 // taskState indexes the jobs of one task.
 type taskState struct {
 	counts  stateCounts
-	runs    map[core.RunStatus]int64
+	runs    runCounts
 	runTime time.Duration
 	// created holds, sorted, the creation times of the task's jobs created
-	// within about the last second, for MaxEnqueuePerSecond.
-	created []time.Time
-	ids     idIndex
+	// within about the last second with the number of jobs created at each,
+	// for MaxEnqueuePerSecond; nCreated is the sum of those numbers.
+	created  []createdAt
+	nCreated int
+	ids      idIndex
 }
 
 // pairKey names one (queue, task) pair, the finest grain of the counters.
@@ -69,10 +89,18 @@ type store struct {
 	taskConfigs  map[string]core.TaskConfig
 	queueConfigs map[string]core.QueueConfig
 
-	leases    *jobHeap // running jobs by lease expiry
-	deadlines *jobHeap // active jobs with a cancellation deadline, by deadline
-	finished  *jobHeap // terminal jobs by finish time
-	ids       idIndex  // every job by id
+	leases    jobHeap // running jobs by lease expiry
+	deadlines jobHeap // active jobs with a cancellation deadline, by deadline
+	finished  jobHeap // terminal jobs by finish time
+	ids       idIndex // every job by id
+	seq       uint64  // the seq of the last stored record
+
+	// While hold is set (during one batch call), signals are collected in
+	// held and sent once each by release.
+	hold bool
+	held []string
+	// claimed is Claim's scratch list of the records it claimed.
+	claimed []*jobRec
 
 	// signal is called with the queue of a job that became claimable (or
 	// will at its RunAt) or finished.
@@ -91,9 +119,9 @@ func newStore() *store {
 		idem:         map[idemKey]*jobRec{},
 		taskConfigs:  map[string]core.TaskConfig{},
 		queueConfigs: map[string]core.QueueConfig{},
-		leases:       newLeaseHeap(),
-		deadlines:    newDeadlineHeap(),
-		finished:     newFinishedHeap(),
+		leases:       jobHeap{slot: slotLease},
+		deadlines:    jobHeap{slot: slotDeadline},
+		finished:     jobHeap{slot: slotFin},
 		signal:       func(string) {},
 	}
 }
@@ -101,7 +129,7 @@ func newStore() *store {
 func (s *store) queue(name string) *queueState {
 	q := s.queues[name]
 	if q == nil {
-		q = &queueState{ready: newReadyHeap(), scheduled: newScheduledHeap(), finished: newQueueFinishedHeap()}
+		q = &queueState{scheduled: jobHeap{slot: slotSched}, finished: jobHeap{slot: slotQueueFin}}
 		s.queues[name] = q
 	}
 	return q
@@ -110,7 +138,7 @@ func (s *store) queue(name string) *queueState {
 func (s *store) task(name string) *taskState {
 	t := s.tasks[name]
 	if t == nil {
-		t = &taskState{runs: map[core.RunStatus]int64{}}
+		t = &taskState{}
 		s.tasks[name] = t
 	}
 	return t
@@ -171,21 +199,49 @@ func (s *store) attach(r *jobRec, old core.JobState, now time.Time) {
 			q.ready.add(r)
 		}
 		s.fileDeadline(r)
-		s.signal(j.Queue)
+		s.notify(j.Queue)
 	case j.State == core.StateRunning:
-		s.leases.add(r)
+		s.leases.add(r, j.Lease.ExpiresAt)
 		s.fileDeadline(r)
 	case j.State.Terminal():
-		s.finished.add(r)
-		q.finished.add(r)
-		s.signal(j.Queue)
+		s.finished.add(r, j.FinishedAt)
+		q.finished.add(r, j.FinishedAt)
+		s.notify(j.Queue)
 	}
+}
+
+// notify signals the subscribers of queue, or, while a batch call holds
+// the signals, notes the queue for release.
+func (s *store) notify(queue string) {
+	if !s.hold {
+		s.signal(queue)
+		return
+	}
+	if n := len(s.held); n == 0 || s.held[n-1] != queue {
+		s.held = append(s.held, queue)
+	}
+}
+
+// holdSignals makes notify collect signals until releaseSignals.
+func (s *store) holdSignals() { s.hold = true }
+
+// releaseSignals sends the signals collected since holdSignals, once per
+// queue in a row.
+func (s *store) releaseSignals() {
+	s.hold = false
+	for i, queue := range s.held {
+		if i == 0 || s.held[i-1] != queue {
+			s.signal(queue)
+		}
+	}
+	clear(s.held)
+	s.held = s.held[:0]
 }
 
 // fileScheduled puts a queued or sleeping job that is not yet due in its
 // queue's scheduled heap.
 func (s *store) fileScheduled(r *jobRec) {
-	r.q.scheduled.add(r)
+	r.q.scheduled.add(r, r.job.RunAt)
 	if s.scheduled != nil {
 		s.scheduled(r.job.Queue, r.q, r.job.RunAt)
 	}
@@ -194,15 +250,30 @@ func (s *store) fileScheduled(r *jobRec) {
 // fileDeadline puts an active job in the deadline heap if a cancellation
 // deadline applies to it in its current phase.
 func (s *store) fileDeadline(r *jobRec) {
+	if r.job.Cancel.IsZero() {
+		return // no deadline in any phase
+	}
 	if d, ok := core.Deadline(r.job); ok {
 		r.deadline = d
-		s.deadlines.add(r)
+		s.deadlines.add(r, d)
 	}
+}
+
+// deadlinePassed is core.DeadlinePassed without copying a job that has no
+// deadline.
+func deadlinePassed(j *core.Job, now time.Time) (string, bool) {
+	if j.Cancel.IsZero() {
+		return "", false
+	}
+	return core.DeadlinePassed(*j, now)
 }
 
 // openRun starts the run of a claim that r.job now holds.
 func (s *store) openRun(r *jobRec, now time.Time) {
 	j := &r.job
+	if r.runs == nil {
+		r.runs = r.runBuf[:0]
+	}
 	r.runs = append(r.runs, core.Run{
 		ID:        core.NewID(now),
 		JobID:     j.ID,
@@ -212,7 +283,7 @@ func (s *store) openRun(r *jobRec, now time.Time) {
 		Status:    core.RunRunning,
 		StartedAt: now,
 	})
-	r.t.runs[core.RunRunning]++
+	r.t.runs.add(core.RunRunning, 1)
 }
 
 // endRun closes r's open run, if any, with status and error text.
@@ -228,8 +299,8 @@ func (s *store) endRun(r *jobRec, status core.RunStatus, errText string, now tim
 	run.FinishedAt = now
 	run.Error = errText
 	t := r.t
-	t.runs[core.RunRunning]--
-	t.runs[status]++
+	t.runs.add(core.RunRunning, -1)
+	t.runs.add(status, 1)
 	t.runTime += run.Duration()
 }
 
@@ -253,11 +324,18 @@ func (s *store) cancel(r *jobRec, reason string, now time.Time) {
 	s.finish(r, core.StateCancelled, core.RunCancelled, reason, now)
 }
 
-// insert stores a new job.
-func (s *store) insert(r *jobRec, now time.Time) {
+// insert stores a new job. prev, when not nil, is a record stored just
+// before, whose queue and task indexes r reuses when it names the same.
+func (s *store) insert(r, prev *jobRec, now time.Time) {
 	j := &r.job
 	s.jobs[j.ID] = r
-	r.q, r.t, r.tally = s.queue(j.Queue), s.task(j.Task), s.pair(j.Queue, j.Task)
+	s.seq++
+	r.seq = s.seq
+	if prev != nil && prev.job.Queue == j.Queue && prev.job.Task == j.Task {
+		r.q, r.t, r.tally = prev.q, prev.t, prev.tally
+	} else {
+		r.q, r.t, r.tally = s.queue(j.Queue), s.task(j.Task), s.pair(j.Queue, j.Task)
+	}
 	q, t := r.q, r.t
 	s.ids.insert(j.ID)
 	q.ids.insert(j.ID)
@@ -283,7 +361,7 @@ func (s *store) delete(r *jobRec) {
 		delete(s.pairs, pairKey{j.Queue, j.Task})
 	}
 	for _, run := range r.runs {
-		t.runs[run.Status]--
+		t.runs.add(run.Status, -1)
 		t.runTime -= run.Duration()
 	}
 	t.forgetCreated(j.CreatedAt)
