@@ -163,7 +163,7 @@ func (b *Backend) searchQueues(ctx context.Context, ids []string) (map[string]st
 	cmds := make([][]*redis.BoolCmd, len(qs))
 	for i, q := range qs {
 		for _, id := range ids {
-			cmds[i] = append(cmds[i], pipe.HExists(ctx, b.ks.queueKeys(q)[kJob], id+"|st"))
+			cmds[i] = append(cmds[i], pipe.HExists(ctx, b.ks.queueKeys(q)[kJob], id))
 		}
 	}
 	if _, err := pipe.Exec(ctx); err != nil {

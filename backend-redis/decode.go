@@ -1,50 +1,178 @@
 package redisq
 
 import (
+	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
 	"github.com/boson-go/boson/core"
 )
 
-// jobFields are the per-job fields of the job hash, in the order of F in
-// luaLib. A job's field f is stored under "<id>|<f>".
-var jobFields = []string{"t", "p", "h", "pr", "st", "a", "ma", "rp", "md", "mu", "ik", "fp", "ac", "ra", "ca", "fs", "fa", "r", "le", "lw", "lt", "lx"}
-
+// Positions in a job record (R* in luaLib), counted from 0.
 const (
-	fTask = iota
-	fPayload
-	fHeaders
-	fPriority
-	fState
-	fAttempt
-	fMaxAttempts
-	fRetry
-	fMaxDelay
-	fMaxDuration
-	fIdemKey
-	fFingerprint
-	fActor
-	fRunAt
-	fCreatedAt
-	fFirstStarted
-	fFinishedAt
-	fResult
-	fLastError
-	fLeaseWorker
-	fLeaseToken
-	fLeaseExpires
+	rTask = iota
+	rState
+	rPriority
+	rAttempt
+	rMaxAttempts
+	rRunAt
+	rCreatedAt
+	rFirstStarted
+	rFinishedAt
+	rMaxDelay
+	rMaxDuration
+	rIdemKey
+	rFingerprint
+	rLeaseWorker
+	rLeaseToken
+	rLeaseExpires
+	rReadyMember
+	rRunCount
+	rRunID
+	rRunStatus
+	rRunStarted
+	rRunFinished
+	rRunError
+	rLastError
+	rResult
+	recordLen
 )
 
-// jobFieldNames returns the hash fields of job id in jobFields order.
-func jobFieldNames(id string) []string {
-	out := make([]string, len(jobFields))
-	for i, f := range jobFields {
-		out[i] = id + "|" + f
+// Positions in a job's cold field ("<id>|x"), which the client packs at
+// enqueue and no script reads.
+const (
+	cPayload = iota
+	cHeaders
+	cRetry
+	cActor
+	coldLen
+)
+
+// coldField is the job hash field of a job's cold attributes.
+func coldField(id string) string { return id + "|x" }
+
+var errMsgpack = errors.New("redisq: malformed msgpack record")
+
+// unpackValues decodes a concatenation of msgpack values as cmsgpack writes
+// them: nil, booleans, integers, floats and strings. Strings come back as
+// string, integers as int64, floats as float64.
+func unpackValues(b []byte, want int) ([]any, error) {
+	out := make([]any, 0, want)
+	for len(b) > 0 {
+		c := b[0]
+		b = b[1:]
+		var n int
+		switch {
+		case c <= 0x7f:
+			out = append(out, int64(c))
+			continue
+		case c >= 0xe0:
+			out = append(out, int64(int8(c)))
+			continue
+		case c >= 0xa0 && c <= 0xbf:
+			n = int(c & 0x1f)
+		case c == 0xc0:
+			out = append(out, nil)
+			continue
+		case c == 0xc2 || c == 0xc3:
+			out = append(out, c == 0xc3)
+			continue
+		case c == 0xd9 || c == 0xc4:
+			if len(b) < 1 {
+				return nil, errMsgpack
+			}
+			n, b = int(b[0]), b[1:]
+		case c == 0xda || c == 0xc5:
+			if len(b) < 2 {
+				return nil, errMsgpack
+			}
+			n, b = int(binary.BigEndian.Uint16(b)), b[2:]
+		case c == 0xdb || c == 0xc6:
+			if len(b) < 4 {
+				return nil, errMsgpack
+			}
+			n, b = int(binary.BigEndian.Uint32(b)), b[4:]
+		default:
+			size := fixedSize(c)
+			if size == 0 || len(b) < size {
+				return nil, errMsgpack
+			}
+			v := b[:size]
+			b = b[size:]
+			switch c {
+			case 0xca:
+				out = append(out, float64(math.Float32frombits(binary.BigEndian.Uint32(v))))
+			case 0xcb:
+				out = append(out, math.Float64frombits(binary.BigEndian.Uint64(v)))
+			case 0xcc:
+				out = append(out, int64(v[0]))
+			case 0xcd:
+				out = append(out, int64(binary.BigEndian.Uint16(v)))
+			case 0xce:
+				out = append(out, int64(binary.BigEndian.Uint32(v)))
+			case 0xcf:
+				out = append(out, int64(binary.BigEndian.Uint64(v)))
+			case 0xd0:
+				out = append(out, int64(int8(v[0])))
+			case 0xd1:
+				out = append(out, int64(int16(binary.BigEndian.Uint16(v))))
+			case 0xd2:
+				out = append(out, int64(int32(binary.BigEndian.Uint32(v))))
+			case 0xd3:
+				out = append(out, int64(binary.BigEndian.Uint64(v)))
+			}
+			continue
+		}
+		if n > len(b) {
+			return nil, errMsgpack
+		}
+		out = append(out, string(b[:n]))
+		b = b[n:]
 	}
-	return out
+	return out, nil
+}
+
+// fixedSize is the length of the value after a msgpack number's type byte,
+// or 0 for a type byte that is not a number.
+func fixedSize(c byte) int {
+	switch c {
+	case 0xcc, 0xd0:
+		return 1
+	case 0xcd, 0xd1:
+		return 2
+	case 0xca, 0xce, 0xd2:
+		return 4
+	case 0xcb, 0xcf, 0xd3:
+		return 8
+	}
+	return 0
+}
+
+// appendPackedString appends s as a msgpack string.
+func appendPackedString(b []byte, s string) []byte {
+	switch n := len(s); {
+	case n < 32:
+		b = append(b, 0xa0|byte(n))
+	case n < 1<<16:
+		b = append(b, 0xda, byte(n>>8), byte(n))
+	default:
+		b = append(b, 0xdb, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+	}
+	return append(b, s...)
+}
+
+// packCold packs a job's cold attributes in the order of the c* positions.
+func packCold(payload []byte, headers, retry, actor string) string {
+	b := make([]byte, 0, len(payload)+len(headers)+len(retry)+len(actor)+20)
+	b = appendPackedString(b, string(payload))
+	b = appendPackedString(b, headers)
+	b = appendPackedString(b, retry)
+	b = appendPackedString(b, actor)
+	return string(b)
 }
 
 func str(v any) (string, bool) {
@@ -55,11 +183,19 @@ func str(v any) (string, bool) {
 		return string(s), true
 	case int64:
 		return strconv.FormatInt(s, 10), true
+	case float64:
+		return strconv.FormatFloat(s, 'f', -1, 64), true
 	}
 	return "", false
 }
 
 func toInt(v any) int64 {
+	switch n := v.(type) {
+	case int64:
+		return n
+	case float64:
+		return int64(n)
+	}
 	s, _ := str(v)
 	n, _ := strconv.ParseInt(s, 10, 64)
 	return n
@@ -77,6 +213,15 @@ func toTime(v any) time.Time {
 	return time.UnixMicro(n).UTC()
 }
 
+// recTime is a record's time: 0 means unset.
+func recTime(v any) time.Time {
+	n := toInt(v)
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(n).UTC()
+}
+
 func toBytes(v any) []byte {
 	s, ok := str(v)
 	if !ok || s == "" {
@@ -87,62 +232,116 @@ func toBytes(v any) []byte {
 
 func micros(t time.Time) string { return strconv.FormatInt(t.UnixMicro(), 10) }
 
-// decodeJob builds a job from its id, queue and field values in jobFields
-// order. It returns ok=false when the job does not exist.
-func decodeJob(id, queue string, v []any) (core.Job, bool, error) {
-	if len(v) != len(jobFields) {
-		return core.Job{}, false, fmt.Errorf("redisq: job %s: %d fields, want %d", id, len(v), len(jobFields))
-	}
-	st, ok := str(v[fState])
+// unpackRecord decodes a job record.
+func unpackRecord(id string, rec any) ([]any, error) {
+	s, ok := str(rec)
 	if !ok {
+		return nil, fmt.Errorf("redisq: job %s: record %T", id, rec)
+	}
+	v, err := unpackValues([]byte(s), recordLen)
+	if err != nil || len(v) != recordLen {
+		return nil, fmt.Errorf("redisq: job %s: record of %d values, want %d: %w", id, len(v), recordLen, errMsgpack)
+	}
+	return v, nil
+}
+
+// decodeJob builds a job from its id, queue, record and cold field. It
+// returns ok=false when the job does not exist (rec is nil).
+func decodeJob(id, queue string, rec, cold any) (core.Job, bool, error) {
+	if rec == nil {
 		return core.Job{}, false, nil
 	}
+	v, err := unpackRecord(id, rec)
+	if err != nil {
+		return core.Job{}, false, err
+	}
+	cs, _ := str(cold)
+	c, err := unpackValues([]byte(cs), coldLen)
+	if err != nil || len(c) != coldLen {
+		return core.Job{}, false, fmt.Errorf("redisq: job %s: cold attributes of %d values, want %d: %w", id, len(c), coldLen, errMsgpack)
+	}
+	st, _ := str(v[rState])
 	j := core.Job{
 		ID:             id,
 		Queue:          queue,
 		State:          core.JobState(st),
-		Payload:        toBytes(v[fPayload]),
-		Priority:       int(toInt(v[fPriority])),
-		Attempt:        int(toInt(v[fAttempt])),
-		MaxAttempts:    int(toInt(v[fMaxAttempts])),
-		RunAt:          toTime(v[fRunAt]),
-		CreatedAt:      toTime(v[fCreatedAt]),
-		FirstStartedAt: toTime(v[fFirstStarted]),
-		FinishedAt:     toTime(v[fFinishedAt]),
-		Result:         toBytes(v[fResult]),
+		Payload:        toBytes(c[cPayload]),
+		Priority:       int(toInt(v[rPriority])),
+		Attempt:        int(toInt(v[rAttempt])),
+		MaxAttempts:    int(toInt(v[rMaxAttempts])),
+		RunAt:          recTime(v[rRunAt]),
+		CreatedAt:      recTime(v[rCreatedAt]),
+		FirstStartedAt: recTime(v[rFirstStarted]),
+		FinishedAt:     recTime(v[rFinishedAt]),
+		Result:         toBytes(v[rResult]),
 	}
-	j.Task, _ = str(v[fTask])
-	j.IdempotencyKey, _ = str(v[fIdemKey])
-	j.Fingerprint, _ = str(v[fFingerprint])
-	j.Actor, _ = str(v[fActor])
-	j.LastError, _ = str(v[fLastError])
-	j.Cancel.MaxDelay = time.Duration(toInt(v[fMaxDelay]))
-	j.Cancel.MaxDuration = time.Duration(toInt(v[fMaxDuration]))
-	if h, _ := str(v[fHeaders]); h != "" {
+	j.Task, _ = str(v[rTask])
+	j.IdempotencyKey, _ = str(v[rIdemKey])
+	j.Fingerprint, _ = str(v[rFingerprint])
+	j.Actor, _ = str(c[cActor])
+	j.LastError, _ = str(v[rLastError])
+	j.Cancel.MaxDelay = time.Duration(toInt(v[rMaxDelay]))
+	j.Cancel.MaxDuration = time.Duration(toInt(v[rMaxDuration]))
+	if h, _ := str(c[cHeaders]); h != "" {
 		if err := json.Unmarshal([]byte(h), &j.Headers); err != nil {
 			return core.Job{}, false, fmt.Errorf("redisq: job %s: headers: %w", id, err)
 		}
 	}
-	if rp, _ := str(v[fRetry]); rp != "" {
+	if rp, _ := str(c[cRetry]); rp != "" {
 		if err := json.Unmarshal([]byte(rp), &j.Retry); err != nil {
 			return core.Job{}, false, fmt.Errorf("redisq: job %s: retry policy: %w", id, err)
 		}
 	}
-	if tok := toInt(v[fLeaseToken]); tok > 0 {
-		j.Lease = core.Lease{JobID: id, Token: tok, ExpiresAt: toTime(v[fLeaseExpires])}
-		j.Lease.WorkerID, _ = str(v[fLeaseWorker])
+	if tok := toInt(v[rLeaseToken]); tok > 0 {
+		j.Lease = core.Lease{JobID: id, Token: tok, ExpiresAt: recTime(v[rLeaseExpires])}
+		j.Lease.WorkerID, _ = str(v[rLeaseWorker])
 	}
 	return j, true, nil
 }
 
-// decodeScriptJob decodes a job a script returned as {id, fields...}.
+// lastRun returns the run a job record holds (its latest), if any.
+func lastRun(id string, v []any) (core.Run, bool) {
+	if toInt(v[rRunCount]) == 0 {
+		return core.Run{}, false
+	}
+	return makeRun(id, v[rRunID], v[rAttempt], v[rLeaseWorker], v[rLeaseToken], v[rRunStatus], v[rRunStarted], v[rRunFinished], v[rRunError]), true
+}
+
+// spilledRun decodes an earlier run from the run hash: id, attempt, worker,
+// token, status, start, finish, error.
+func spilledRun(jobID string, rec any) (core.Run, error) {
+	s, _ := str(rec)
+	v, err := unpackValues([]byte(s), 8)
+	if err != nil || len(v) != 8 {
+		return core.Run{}, fmt.Errorf("redisq: job %s: run record of %d values, want 8: %w", jobID, len(v), errMsgpack)
+	}
+	return makeRun(jobID, v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]), nil
+}
+
+func makeRun(jobID string, id, attempt, worker, tok, status, started, finished, errText any) core.Run {
+	r := core.Run{
+		JobID:      jobID,
+		Attempt:    int(toInt(attempt)),
+		Token:      toInt(tok),
+		StartedAt:  recTime(started),
+		FinishedAt: recTime(finished),
+	}
+	r.ID, _ = str(id)
+	r.WorkerID, _ = str(worker)
+	s, _ := str(status)
+	r.Status = core.RunStatus(s)
+	r.Error, _ = str(errText)
+	return r
+}
+
+// decodeScriptJob decodes a job a script returned as {id, record, cold}.
 func decodeScriptJob(queue string, v any) (core.Job, error) {
 	arr, ok := v.([]any)
-	if !ok || len(arr) != len(jobFields)+1 {
+	if !ok || len(arr) != 3 {
 		return core.Job{}, fmt.Errorf("redisq: unexpected job reply %T", v)
 	}
 	id, _ := str(arr[0])
-	j, found, err := decodeJob(id, queue, arr[1:])
+	j, found, err := decodeJob(id, queue, arr[1], arr[2])
 	if err != nil {
 		return core.Job{}, err
 	}

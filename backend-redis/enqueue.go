@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/boson-go/boson/core"
@@ -130,8 +132,8 @@ func (b *Backend) Enqueue(ctx context.Context, reqs []core.EnqueueRequest) ([]co
 		if j.RunAt.After(goNow) {
 			ra = micros(j.RunAt)
 		}
-		return []any{gi, j.ID, j.Task, j.Payload, headers, j.Priority, j.MaxAttempts, retry,
-			int64(j.Cancel.MaxDelay), int64(j.Cancel.MaxDuration), j.IdempotencyKey, j.Fingerprint, j.Actor, ra}
+		return []any{gi, j.ID, j.Task, packCold(j.Payload, headers, retry, j.Actor), j.Priority, j.MaxAttempts,
+			int64(j.Cancel.MaxDelay), int64(j.Cancel.MaxDuration), j.IdempotencyKey, j.Fingerprint, ra}
 	}
 	// buildArgs lays out the ARGV of one script call over groups gs.
 	buildArgs := func(gs []*enqueueGroup, checkOnly bool, elsewhere func(task string, own []*enqueueGroup) (int64, int64)) ([]string, []any) {
@@ -303,7 +305,7 @@ func (b *Backend) countElsewhere(ctx context.Context, limits map[string]*taskLim
 	type cmds struct {
 		l        *taskLimit
 		inflight []*redis.IntCmd
-		rate     *redis.IntCmd
+		rate     *redis.StringSliceCmd
 	}
 	var all2 []cmds
 	pipe := b.rdb.Pipeline()
@@ -315,7 +317,7 @@ func (b *Backend) countElsewhere(ctx context.Context, limits map[string]*taskLim
 				p := "t|" + task + "|" + string(st)
 				c.inflight = append(c.inflight, pipe.ZLexCount(ctx, keys[kIdx], "["+p+"|", "("+p+"}"))
 			}
-			c.rate = pipe.ZLexCount(ctx, keys[kRate], "["+task+"|"+los, "("+task+"}")
+			c.rate = pipe.ZRangeByLex(ctx, keys[kRate], &redis.ZRangeBy{Min: "[" + task + "|" + los, Max: "(" + task + "}"})
 			all2 = append(all2, c)
 		}
 	}
@@ -326,7 +328,7 @@ func (b *Backend) countElsewhere(ctx context.Context, limits map[string]*taskLim
 		for _, ic := range c.inflight {
 			c.l.otherInFlight += ic.Val()
 		}
-		c.l.otherRate += c.rate.Val()
+		c.l.otherRate += rateCount(c.rate.Val())
 	}
 	return nil
 }
@@ -384,13 +386,14 @@ func (b *Backend) enqueueResults(ctx context.Context, jobs []core.Job, goNow tim
 		pipe := b.rdb.Pipeline()
 		cmds := make([]*redis.SliceCmd, len(fetch))
 		for n, i := range fetch {
-			cmds[n] = pipe.HMGet(ctx, b.ks.queueKeys(jobs[i].Queue)[kJob], jobFieldNames(reused[i])...)
+			cmds[n] = pipe.HMGet(ctx, b.ks.queueKeys(jobs[i].Queue)[kJob], reused[i], coldField(reused[i]))
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return nil, wrap("enqueue: read reused jobs", err)
 		}
 		for n, i := range fetch {
-			j, ok, err := decodeJob(reused[i], jobs[i].Queue, cmds[n].Val())
+			v := cmds[n].Val()
+			j, ok, err := decodeJob(reused[i], jobs[i].Queue, v[0], v[1])
 			if err != nil {
 				return nil, err
 			}
@@ -408,4 +411,17 @@ func cloneJob(j core.Job) core.Job {
 	j.Headers = maps.Clone(j.Headers)
 	j.Result = bytes.Clone(j.Result)
 	return j
+}
+
+// rateCount sums the job counts of rate set members
+// ("<task>|<created µs>|<first id>|<count>").
+func rateCount(members []string) int64 {
+	var n int64
+	for _, m := range members {
+		if i := strings.LastIndexByte(m, '|'); i >= 0 {
+			c, _ := strconv.ParseInt(m[i+1:], 10, 64)
+			n += c
+		}
+	}
+	return n
 }

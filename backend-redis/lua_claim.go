@@ -4,7 +4,11 @@ package redisq
 // set and claims up to limit of them in (priority, due time, id) order, in
 // one call. Due jobs past a cancellation deadline are cancelled on the way
 // and do not count. ARGV: now, channel, worker, limit, ttl (µs), run ids...
-// It returns {'ok', now, job...} where each job is {id, fields...}.
+// It returns {'ok', now, job...} where each job is {id, record, cold}.
+//
+// The ready set's members all score 0, so its rank order is its
+// lexicographic order: the head is read with ZRANGE by rank and removed with
+// ZREMRANGEBYRANK, O(log n + limit) however long the backlog.
 const luaClaim = `
 local k = keys(1)
 local now = now_us()
@@ -15,60 +19,68 @@ if redis.call('HGET', k.conf, 'paused') == '1' then return out end
 
 local due = redis.call('ZRANGEBYSCORE', k.sched, '-inf', nows, 'LIMIT', 0, 5000 + limit)
 if #due > 0 then
+  fetch(k, due)
   for _, id in ipairs(due) do
-    local j = load(k, id)
-    if j and (j.st == 'queued' or j.st == 'sleeping') and not set(j.rk) then
-      local m = readykey(id, j.pr, j.ra)
-      later('ZADD', k.ready, 0, m)
-      jset(k, id, 'rk', m)
+    local r = J[id]
+    if r and (r[RST] == 'queued' or r[RST] == 'sleeping') and r[RRK] == '' then
+      local m = readykey(id, r[RPR], r[RRA])
+      zadd(k.ready, 0, m)
+      r[RRK] = m
+      put(id, r)
     end
   end
   bulk('ZREM', k.sched, due)
-  flush()
+  flush(k)
 end
 
 local got, ri = 0, 6
 local cancelled = false
+local claimed = {}
 while got < limit do
-  local ms = redis.call('ZRANGEBYLEX', k.ready, '-', '+', 'LIMIT', 0, limit - got)
+  local ms = redis.call('ZRANGE', k.ready, 0, limit - got - 1)
   if #ms == 0 then break end
-  bulk('ZREM', k.ready, ms)
-  for _, m in ipairs(ms) do
-    local id = string.sub(m, 25)
-    local j = loadfull(k, id)
-    if j and (j.st == 'queued' or j.st == 'sleeping') and j.rk == m then
-      if tonumber(j.ra) > now then
-        jset(k, id, 'rk', place(k, j, j.ra, now))
+  redis.call('ZREMRANGEBYRANK', k.ready, 0, #ms - 1)
+  local ids = {}
+  for i, m in ipairs(ms) do ids[i] = string.sub(m, 25) end
+  fetch(k, ids)
+  for i, m in ipairs(ms) do
+    local id = ids[i]
+    local r = J[id]
+    if r and (r[RST] == 'queued' or r[RST] == 'sleeping') and r[RRK] == m then
+      r[RRK] = ''
+      if r[RRA] > now then
+        place(k, id, r, now)
+        put(id, r)
       else
-        j.rk = ''
-        local d, reason = deadline(j)
+        local d, reason = deadline(r)
         if d and now >= d then
-          finish(k, j, 'cancelled', now, 'cancelled', reason)
+          finish(k, id, r, 'cancelled', now, 'cancelled', reason)
           cancelled = true
         else
-          local att = tonumber(j.a)
-          if j.st ~= 'sleeping' then att = att + 1 end
-          local tok = num(j.lt) + 1
-          local lx = fmt(now + ttl)
-          local rn = openrun(k, j, ARGV[ri], att, worker, tok, now)
+          spill(k, id, r)
+          if r[RST] ~= 'sleeping' then r[RA] = r[RA] + 1 end
+          local lx = now + ttl
+          r[RLT], r[RLW], r[RLX] = r[RLT] + 1, worker, lx
+          r[RRN], r[RRI], r[RRS], r[RRB], r[RRF], r[RRE] = r[RRN] + 1, ARGV[ri], 'running', now, 0, ''
           ri = ri + 1
-          local first = not set(j.fs)
-          if first then
-            j.fs = nows
-            jset(k, id, 'st', 'running', 'a', att, 'lt', tok, 'lw', worker, 'lx', lx, 'rk', '', 'rn', rn, 'rb', nows, 'fs', nows)
-            if hasdeadline(j) then setdeadline(k, j) end
-          else
-            jset(k, id, 'st', 'running', 'a', att, 'lt', tok, 'lw', worker, 'lx', lx, 'rk', '', 'rn', rn, 'rb', nows)
+          if r[RFS] == 0 then
+            r[RFS] = now
+            if hasdeadline(r) then setdeadline(k, id, r) end
           end
-          setstate(k, j, 'running')
-          later('ZADD', k.lease, lx, id)
+          setstate(k, id, r, 'running')
+          zadd(k.lease, fmt(lx), id)
+          put(id, r)
           got = got + 1
-          local v = j.vals
-          v[FI.st], v[FI.a], v[FI.lt], v[FI.lw], v[FI.lx], v[FI.fs] = 'running', fmt(att), fmt(tok), worker, lx, j.fs
-          out[#out + 1] = v
+          claimed[got] = id
         end
       end
     end
+  end
+end
+if got > 0 then
+  local x = fetch(k, claimed, true)
+  for i, id in ipairs(claimed) do
+    out[#out + 1] = {id, packed(J[id]), x[i]}
   end
 end
 if cancelled then wake() end
@@ -82,18 +94,19 @@ const luaHeartbeat = `
 local k = keys(1)
 local now = now_us()
 local id = ARGV[3]
-local j = fence(k, id, ARGV[4], {'st','lt','t','rn','rb','md','mu','fs','ca','lw'})
-if not j then return {'lost'} end
-local d, reason = deadline(j)
+local r = fence(k, id, ARGV[4])
+if not r then return {'lost'} end
+local d, reason = deadline(r)
 if d and now >= d then
-  finish(k, j, 'cancelled', now, 'cancelled', reason)
+  finish(k, id, r, 'cancelled', now, 'cancelled', reason)
   wake()
   return {'lost', reason}
 end
-local lx = fmt(now + tonumber(ARGV[5]))
-jset(k, id, 'lx', lx)
-later('ZADD', k.lease, lx, id)
-return {'ok', lx, j.lw}
+local lx = now + tonumber(ARGV[5])
+r[RLX] = lx
+put(id, r)
+zadd(k.lease, fmt(lx), id)
+return {'ok', fmt(lx), r[RLW]}
 `
 
 // luaComplete completes a batch of jobs of one queue. ARGV: now, channel,
@@ -102,11 +115,15 @@ const luaComplete = `
 local k = keys(1)
 local now = now_us()
 local out = {'ok', fmt(now)}
+local ids = {}
+for i = 3, #ARGV, 3 do ids[#ids + 1] = ARGV[i] end
+fetch(k, ids)
 local any = false
 for i = 3, #ARGV, 3 do
-  local j = fence(k, ARGV[i], ARGV[i + 1])
-  if j then
-    finish(k, j, 'succeeded', now, 'succeeded', nil, ARGV[i + 2])
+  local id = ARGV[i]
+  local r = fence(k, id, ARGV[i + 1])
+  if r then
+    finish(k, id, r, 'succeeded', now, 'succeeded', nil, ARGV[i + 2])
     out[#out + 1] = 1
     any = true
   else
@@ -124,21 +141,22 @@ const luaFail = `
 local k = keys(1)
 local now = now_us()
 local id, err = ARGV[3], ARGV[5]
-local j = fence(k, id, ARGV[4], {'st','lt','t','rn','rb','md','mu','a','ma','pr'})
-if not j then return {'lost'} end
-if ARGV[7] == '1' or tonumber(j.a) >= tonumber(j.ma) then
-  finish(k, j, 'failed', now, 'failed', err)
+local r = fence(k, id, ARGV[4])
+if not r then return {'lost'} end
+if ARGV[7] == '1' or r[RA] >= r[RMA] then
+  finish(k, id, r, 'failed', now, 'failed', err)
   wake()
   return {'ok', 'failed'}
 end
-local ra = ARGV[6]
-if tonumber(ra) < now then ra = fmt(now) end
-setstate(k, j, 'queued')
-later('ZREM', k.lease, id)
-closerun(k, j, 'failed', now, err)
-local rk = place(k, j, ra, now)
-jset(k, id, 'st', 'queued', 'le', err, 'ra', ra, 'rk', rk)
-if rk ~= '' then wake() end
+local ra = tonumber(ARGV[6])
+if ra < now then ra = now end
+setstate(k, id, r, 'queued')
+zrem(k.lease, id)
+closerun(k, r, 'failed', now, err)
+r[RLE], r[RRA] = err, ra
+place(k, id, r, now)
+put(id, r)
+if r[RRK] ~= '' then wake() end
 return {'ok', 'queued'}
 `
 
@@ -148,16 +166,17 @@ const luaSleep = `
 local k = keys(1)
 local now = now_us()
 local id = ARGV[3]
-local j = fence(k, id, ARGV[4], {'st','lt','t','rn','rb','md','mu','pr'})
-if not j then return {'lost'} end
-local ra = ARGV[5]
-if tonumber(ra) < now then ra = fmt(now) end
-setstate(k, j, 'sleeping')
-later('ZREM', k.lease, id)
-closerun(k, j, 'sleeping', now, nil)
-local rk = place(k, j, ra, now)
-jset(k, id, 'st', 'sleeping', 'ra', ra, 'rk', rk)
-if rk ~= '' then wake() end
+local r = fence(k, id, ARGV[4])
+if not r then return {'lost'} end
+local ra = tonumber(ARGV[5])
+if ra < now then ra = now end
+setstate(k, id, r, 'sleeping')
+zrem(k.lease, id)
+closerun(k, r, 'sleeping', now, nil)
+r[RRA] = ra
+place(k, id, r, now)
+put(id, r)
+if r[RRK] ~= '' then wake() end
 return {'ok'}
 `
 
@@ -168,7 +187,7 @@ const luaCheckpoint = `
 local k = keys(1)
 local now = now_us()
 local id, step = ARGV[3], ARGV[5]
-if not fence(k, id, ARGV[4], {'st','lt'}) then return {'lost'} end
+if not fence(k, id, ARGV[4]) then return {'lost'} end
 local f = id .. '|' .. step
 local v = redis.call('HMGET', k.cp, f .. '|v', f .. '|c')
 if v[1] then return {'ok', v[1], v[2]} end

@@ -6,14 +6,14 @@ const luaCancel = `
 local k = keys(1)
 local now = now_us()
 local id = ARGV[3]
-local j = load(k, id)
-if not j then return {'notfound'} end
-if j.st == 'succeeded' or j.st == 'failed' then return {'state', j.st} end
-if j.st ~= 'cancelled' then
-  finish(k, j, 'cancelled', now, 'cancelled', ARGV[4])
+local r = get(k, id)
+if not r then return {'notfound'} end
+if r[RST] == 'succeeded' or r[RST] == 'failed' then return {'state', r[RST]} end
+if r[RST] ~= 'cancelled' then
+  finish(k, id, r, 'cancelled', now, 'cancelled', ARGV[4])
   wake()
 end
-return {'ok', jobfields(k, id)}
+return {'ok', jobout(k, id)}
 `
 
 // luaRetry queues a failed or cancelled job again. ARGV: now, channel, id.
@@ -21,21 +21,19 @@ return {'ok', jobfields(k, id)}
 const luaRetry = `
 local k = keys(1)
 local now = now_us()
-local nows = fmt(now)
 local id = ARGV[3]
-local j = load(k, id)
-if not j then return {'notfound'} end
-if j.st ~= 'failed' and j.st ~= 'cancelled' then return {'state', j.st} end
-setstate(k, j, 'queued')
-redis.call('HDEL', k.job, id .. '|fa')
-later('ZREM', k.done, id)
-local ma = j.ma
-if tonumber(j.a) >= tonumber(j.ma) then ma = tonumber(j.a) + 1 end
-jset(k, id, 'st', 'queued', 'ma', ma, 'ra', nows, 'rk', place(k, j, nows, now))
-setdeadline(k, j)
+local r = get(k, id)
+if not r then return {'notfound'} end
+if r[RST] ~= 'failed' and r[RST] ~= 'cancelled' then return {'state', r[RST]} end
+setstate(k, id, r, 'queued')
+zrem(k.done, id)
+if r[RA] >= r[RMA] then r[RMA] = r[RA] + 1 end
+r[RFA], r[RRA] = 0, now
+place(k, id, r, now)
+setdeadline(k, id, r)
+put(id, r)
 wake()
-flush()
-return {'ok', jobfields(k, id)}
+return {'ok', jobout(k, id)}
 `
 
 // luaRescue runs one bounded rescue pass over one queue: first jobs past a
@@ -49,36 +47,40 @@ local nows = fmt(now)
 local limit = tonumber(ARGV[3])
 local req, failed, canc = 0, 0, 0
 local dl = redis.call('ZRANGEBYSCORE', k.dead, '-inf', nows, 'LIMIT', 0, limit)
+fetch(k, dl)
 for _, id in ipairs(dl) do
-  local j = load(k, id)
-  if j and (j.st == 'queued' or j.st == 'running' or j.st == 'sleeping') then
-    local d, reason = deadline(j)
+  local r = J[id]
+  if r and (r[RST] == 'queued' or r[RST] == 'running' or r[RST] == 'sleeping') then
+    local d, reason = deadline(r)
     if d and now >= d then
-      finish(k, j, 'cancelled', now, 'cancelled', reason)
+      finish(k, id, r, 'cancelled', now, 'cancelled', reason)
       canc = canc + 1
     else
-      setdeadline(k, j)
+      setdeadline(k, id, r)
     end
   else
-    later('ZREM', k.dead, id)
+    zrem(k.dead, id)
   end
 end
 local left = limit - canc
 if left > 0 then
   local exp = redis.call('ZRANGEBYSCORE', k.lease, '-inf', nows, 'LIMIT', 0, left)
+  fetch(k, exp)
   for _, id in ipairs(exp) do
-    local j = load(k, id)
-    if not j or j.st ~= 'running' then
-      later('ZREM', k.lease, id)
-    elseif tonumber(j.lx) <= now then
-      if tonumber(j.a) >= tonumber(j.ma) then
-        finish(k, j, 'failed', now, 'lost', 'lease expired')
+    local r = J[id]
+    if not r or r[RST] ~= 'running' then
+      zrem(k.lease, id)
+    elseif r[RLX] <= now then
+      if r[RA] >= r[RMA] then
+        finish(k, id, r, 'failed', now, 'lost', 'lease expired')
         failed = failed + 1
       else
-        setstate(k, j, 'queued')
-        later('ZREM', k.lease, id)
-        closerun(k, j, 'lost', now, 'lease expired')
-        jset(k, id, 'st', 'queued', 'ra', nows, 'rk', place(k, j, nows, now))
+        setstate(k, id, r, 'queued')
+        zrem(k.lease, id)
+        closerun(k, r, 'lost', now, 'lease expired')
+        r[RRA] = now
+        place(k, id, r, now)
+        put(id, r)
         req = req + 1
       end
     end
@@ -93,37 +95,67 @@ return {req, failed, canc}
 // channel, before (µs), ids... Returns the ids it deleted.
 const luaCleanup = `
 local k = keys(1)
+local now = now_us()
 local before = tonumber(ARGV[3])
+local ids = {}
+for i = 4, #ARGV do ids[#ids + 1] = ARGV[i] end
+fetch(k, ids)
 local out = {}
-for i = 4, #ARGV do
-  local id = ARGV[i]
-  local v = redis.call('HMGET', k.job, id .. '|st', id .. '|fa', id .. '|t', id .. '|ik', id .. '|ca')
-  local st, task = v[1], v[3]
-  if (st == 'succeeded' or st == 'failed' or st == 'cancelled') and v[2] and tonumber(v[2]) < before then
-    jobdel(k, id)
-    later('ZREM', k.idx, 'a|' .. id, 's|' .. st .. '|' .. id, 'k|' .. task .. '|' .. id, 't|' .. task .. '|' .. st .. '|' .. id)
-    if set(v[4]) and redis.call('HGET', k.idem, v[4]) == id then redis.call('HDEL', k.idem, v[4]) end
-    later('ZREM', k.rate, task .. '|' .. pad(v[5], 18) .. '|' .. id)
-    local n = num(redis.call('HGET', k.run, id .. '|n'))
-    for r = 1, n do
-      local p = id .. '|' .. r .. '|'
-      local rv = redis.call('HMGET', k.run, p .. 's', p .. 'b', p .. 'f')
-      if rv[1] and rv[1] ~= 'running' then
-        bump(k.rstat, task .. '|' .. rv[1], -1)
-        if rv[3] then bump(k.rstat, task .. '|rt', tonumber(rv[2]) - tonumber(rv[3])) end
+local del = {}
+local tasks = {}
+for _, id in ipairs(ids) do
+  local r = J[id]
+  local st = r and r[RST]
+  if (st == 'succeeded' or st == 'failed' or st == 'cancelled') and r[RFA] > 0 and r[RFA] < before then
+    local task = r[RT]
+    tasks[task] = true
+    del[#del + 1] = id
+    del[#del + 1] = id .. '|x'
+    zrem(k.idx, 'a|' .. id)
+    zrem(k.idx, 's|' .. st .. '|' .. id)
+    zrem(k.idx, 'k|' .. task .. '|' .. id)
+    zrem(k.idx, 't|' .. task .. '|' .. st .. '|' .. id)
+    if set(r[RIK]) and redis.call('HGET', k.idem, r[RIK]) == id then redis.call('HDEL', k.idem, r[RIK]) end
+    local n = r[RRN]
+    if n > 0 then
+      if r[RRS] ~= 'running' then
+        bump(k.rstat, task .. '|' .. r[RRS], -1)
+        bump(k.rstat, task .. '|rt', r[RRB] - r[RRF])
       end
-      redis.call('HDEL', k.run, p .. 'i', p .. 'a', p .. 'w', p .. 'k', p .. 's', p .. 'b', p .. 'f', p .. 'e')
+      if n > 1 then
+        local f = {}
+        for i = 1, n - 1 do f[i] = id .. '|' .. i end
+        local rv = redis.call('HMGET', k.run, unpack(f))
+        for i = 1, n - 1 do
+          if rv[i] then
+            local _, _, _, _, s, b, fin = munpack(rv[i])
+            if s ~= 'running' then
+              bump(k.rstat, task .. '|' .. s, -1)
+              bump(k.rstat, task .. '|rt', b - fin)
+            end
+          end
+        end
+        redis.call('HDEL', k.run, unpack(f))
+      end
     end
-    redis.call('HDEL', k.run, id .. '|n')
     local steps = redis.call('ZRANGEBYLEX', k.cpx, '[' .. id .. '|', '(' .. id .. '}')
     for _, s in ipairs(steps) do redis.call('HDEL', k.cp, s .. '|v', s .. '|c') end
-    redis.call('ZREMRANGEBYLEX', k.cpx, '[' .. id .. '|', '(' .. id .. '}')
-    later('ZREM', k.done, id)
-    later('ZREM', k.dead, id)
-    later('ZREM', k.lease, id)
-    later('ZREM', k.sched, id)
+    if #steps > 0 then redis.call('ZREMRANGEBYLEX', k.cpx, '[' .. id .. '|', '(' .. id .. '}') end
+    zrem(k.done, id)
+    zrem(k.dead, id)
+    zrem(k.lease, id)
+    zrem(k.sched, id)
+    J[id] = false
     out[#out + 1] = id
   end
+end
+if #del > 0 then bulk('HDEL', k.job, del) end
+-- rate members older than a second count for nothing; drop those of the
+-- tasks seen here, so that a task never enqueued again leaves none behind.
+local lo = now - 1000000 + 1
+if lo < 0 then lo = 0 end
+for task, _ in pairs(tasks) do
+  redis.call('ZREMRANGEBYLEX', k.rate, '[' .. task .. '|', '(' .. task .. '|' .. pad(fmt(lo), 18))
 end
 return out
 `

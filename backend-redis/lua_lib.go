@@ -2,19 +2,28 @@ package redisq
 
 // luaLib is prepended to every script. It names the keys of one queue group
 // (see queueKeys for the order), reads the clock and holds the helpers that
-// keep the job hash, the indexes, the run records and the statistics in step.
+// keep the job records, the indexes, the run records and the statistics in
+// step.
 //
 // Conventions: times are integer microseconds since the Unix epoch, kept as
-// decimal strings and formatted with "%.0f" so that Lua's "%.14g" default
-// never rounds them. ARGV[1] is the clock override (empty means the
-// server's TIME) and ARGV[2] the wake-up channel of the queue.
+// Lua numbers and formatted with "%.0f" whenever they leave the script
+// (Lua's "%.14g" default would round them). ARGV[1] is the clock override
+// (empty means the server's TIME) and ARGV[2] the wake-up channel of the
+// queue.
 //
-// Writes to the sorted-set indexes and the statistics go through later(),
-// which collects them and sends one command per key when the script ends
-// (or calls flush() before reading such a key). Within one script the
-// members added to and removed from a key never overlap, so the order in
-// which the collected commands run does not matter. The job hash itself is
-// always written at once: it is what later steps of a script read.
+// A job is two fields of the job hash: "<id>" holds its record, the
+// attributes transitions read and change, packed with cmsgpack in the order
+// of the R* positions below (recordFields in record.go); "<id>|x" holds
+// what no script reads (payload, headers, retry policy, actor), packed by
+// the client once at enqueue and never rewritten. A script reads the
+// records it needs with one HMGET per batch into J, changes them there and
+// writes every changed record back with one HSET when it ends, so a batch
+// of n jobs costs a handful of commands, not a few per job.
+//
+// Writes to the sorted-set indexes and the statistics are collected too and
+// sent as one command per key and kind when the script ends (or at
+// flush(), which a script calls before reading such a key). The last write
+// of a member wins, as if the writes had run in order.
 const luaLib = `
 local NK = 14
 local function keys(g)
@@ -39,18 +48,87 @@ end
 
 local function set(v) return v and v ~= '' end
 
--- collected writes
-local W, WO, S = {}, {}, {}
-local function later(cmd, key, ...)
-  local id = cmd .. ' ' .. key
-  local e = W[id]
-  if not e then
-    e = {}
-    W[id] = e
-    WO[#WO + 1] = {cmd, key, e}
+local mpack, munpack = cmsgpack.pack, cmsgpack.unpack
+
+-- positions in a job record: task, state, priority, attempt, max attempts,
+-- run at, created, first started (0: never), finished (0: not), max delay
+-- and max duration (ns, strings), idempotency key, fingerprint, lease
+-- worker, lease token, lease expiry, ready member ('' when not ready), run
+-- count, then the last run (id, status, start, finish, error), last error
+-- and result.
+local RT, RST, RPR, RA, RMA, RRA, RCA, RFS, RFA, RMD, RMU, RIK, RFP = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13
+local RLW, RLT, RLX, RRK, RRN, RRI, RRS, RRB, RRF, RRE, RLE, RR = 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25
+local NR = 25
+
+-- J caches the records this script read or wrote: id -> record, or false
+-- when the job does not exist. JW lists the ids whose record changed.
+local J, JW, JWS = {}, {}, {}
+
+-- chunks calls fn(i, j) over 1..n in ranges that stay within Lua's stack.
+local function chunks(n, size, fn)
+  local i = 1
+  while i <= n do
+    local j = math.min(i + size - 1, n)
+    fn(i, j)
+    i = j + 1
   end
-  local n = #e
-  for i = 1, select('#', ...) do e[n + i] = select(i, ...) end
+end
+
+-- fetch reads the records of ids (and, when cold, their "|x" fields, as
+-- returned in the second result) with one HMGET per 4,000 fields.
+local function fetch(k, ids, cold)
+  local need = {}
+  for _, id in ipairs(ids) do
+    if J[id] == nil then need[#need + 1] = id end
+  end
+  if #need > 0 then
+    chunks(#need, 4000, function(i, j)
+      local v = redis.call('HMGET', k.job, unpack(need, i, j))
+      for n = i, j do
+        local s = v[n - i + 1]
+        if s then J[need[n]] = {munpack(s)} else J[need[n]] = false end
+      end
+    end)
+  end
+  if not cold then return nil end
+  local x = {}
+  local names = {}
+  for i, id in ipairs(ids) do names[i] = id .. '|x' end
+  chunks(#names, 4000, function(i, j)
+    local v = redis.call('HMGET', k.job, unpack(names, i, j))
+    for n = i, j do x[n] = v[n - i + 1] or '' end
+  end)
+  return x
+end
+
+-- get returns the record of id, or nil.
+local function get(k, id)
+  if J[id] == nil then fetch(k, {id}) end
+  return J[id] or nil
+end
+
+-- put marks a record as changed.
+local function put(id, r)
+  J[id] = r
+  if not JWS[id] then
+    JWS[id] = true
+    JW[#JW + 1] = id
+  end
+end
+
+local function packed(r) return mpack(unpack(r, 1, NR)) end
+
+-- collected index writes: Z[key][member] = score, or false to remove
+local Z, ZO, S = {}, {}, {}
+local function zadd(key, score, m)
+  local e = Z[key]
+  if not e then e = {}; Z[key] = e; ZO[#ZO + 1] = key end
+  e[m] = score
+end
+local function zrem(key, m)
+  local e = Z[key]
+  if not e then e = {}; Z[key] = e; ZO[#ZO + 1] = key end
+  e[m] = false
 end
 local function bump(key, field, delta)
   local e = S[key]
@@ -60,196 +138,150 @@ end
 -- bulk runs cmd on key with the arguments in list, in chunks that stay
 -- within Lua's stack.
 local function bulk(cmd, key, list)
-  local i = 1
-  while i <= #list do
-    local j = math.min(i + 3999, #list)
-    redis.call(cmd, key, unpack(list, i, j))
-    i = j + 1
-  end
+  chunks(#list, 4000, function(i, j) redis.call(cmd, key, unpack(list, i, j)) end)
 end
-local function flush()
-  for _, o in ipairs(WO) do bulk(o[1], o[2], o[3]) end
+local function flush(k)
+  if #JW > 0 then
+    local a = {}
+    for _, id in ipairs(JW) do
+      a[#a + 1] = id
+      a[#a + 1] = packed(J[id])
+    end
+    bulk('HSET', k.job, a)
+    JW, JWS = {}, {}
+  end
+  for _, key in ipairs(ZO) do
+    local add, rem = {}, {}
+    for m, s in pairs(Z[key]) do
+      if s then
+        add[#add + 1] = s
+        add[#add + 1] = m
+      else
+        rem[#rem + 1] = m
+      end
+    end
+    if #rem > 0 then bulk('ZREM', key, rem) end
+    if #add > 0 then bulk('ZADD', key, add) end
+  end
   for key, e in pairs(S) do
     for field, d in pairs(e) do
       if d ~= 0 then redis.call('HINCRBY', key, field, fmt(d)) end
     end
   end
-  W, WO, S = {}, {}, {}
-end
-
--- F are the attributes a job is returned with, in the order of jobFields
--- in decode.go; XF the internal ones.
-local F = {'t','p','h','pr','st','a','ma','rp','md','mu','ik','fp','ac','ra','ca','fs','fa','r','le','lw','lt','lx'}
-local XF = {'rk','rn','rb'}
-
-local function jobfields(k, id)
-  local args = {k.job}
-  for i, f in ipairs(F) do args[i + 1] = id .. '|' .. f end
-  local v = redis.call('HMGET', unpack(args))
-  table.insert(v, 1, id)
-  return v
-end
-
-local function jobdel(k, id)
-  local args = {k.job}
-  for _, f in ipairs(F) do args[#args + 1] = id .. '|' .. f end
-  for _, f in ipairs(XF) do args[#args + 1] = id .. '|' .. f end
-  redis.call('HDEL', unpack(args))
-end
-
--- load reads what transitions need of a job, or nil when it does not exist.
--- fields, when given, lists the attributes to read; it must start with
--- 'st'. A fenced call reads only what its transition needs.
-local TF = {'st','t','a','ma','pr','ra','lt','fs','md','mu','ca','rk','rn','rb','ik','lx'}
-local function load(k, id, fields)
-  fields = fields or TF
-  local args = {k.job}
-  for i, f in ipairs(fields) do args[i + 1] = id .. '|' .. f end
-  local v = redis.call('HMGET', unpack(args))
-  if not v[1] then return nil end
-  local j = {id = id}
-  for i, f in ipairs(fields) do j[f] = v[i] end
-  return j
-end
-
--- loadfull reads every attribute of a job (F, then XF) into j, and the
--- values of F in order into j.vals, or returns nil.
-local function loadfull(k, id)
-  local args = {k.job}
-  for _, f in ipairs(F) do args[#args + 1] = id .. '|' .. f end
-  for _, f in ipairs(XF) do args[#args + 1] = id .. '|' .. f end
-  local v = redis.call('HMGET', unpack(args))
-  if not v[5] then return nil end
-  local j = {id = id, vals = {id}}
-  for i, f in ipairs(F) do
-    j[f] = v[i]
-    j.vals[i + 1] = v[i]
-  end
-  for i, f in ipairs(XF) do j[f] = v[#F + i] end
-  return j
-end
-
--- FI maps an attribute of F to its position in a returned job.
-local FI = {}
-for i, f in ipairs(F) do FI[f] = i + 1 end
-
--- jset writes attribute/value pairs of job id.
-local function jset(k, id, ...)
-  local a = {k.job}
-  for i = 1, select('#', ...), 2 do
-    a[#a + 1] = id .. '|' .. select(i, ...)
-    a[#a + 1] = select(i + 1, ...)
-  end
-  redis.call('HSET', unpack(a))
+  Z, ZO, S = {}, {}, {}
 end
 
 -- ready members sort by priority, then due time, then id.
 local function readykey(id, pr, ra)
-  return string.format('%04d', tonumber(pr) + 1000) .. '|' .. pad(ra, 18) .. '|' .. id
+  return string.format('%04d', pr + 1000) .. '|' .. pad(fmt(ra), 18) .. '|' .. id
 end
 
 -- place puts a queued or sleeping job that is in neither the ready nor the
--- scheduled set into the one its due time ra calls for. It returns the
--- ready member when the job is due (the caller stores it as rk), else ''.
-local function place(k, j, ra, now)
-  if tonumber(ra) <= now then
-    local m = readykey(j.id, j.pr, ra)
-    later('ZADD', k.ready, 0, m)
-    return m
+-- scheduled set into the one its due time ra calls for, and records its
+-- ready member (or '') in r.
+local function place(k, id, r, now)
+  if r[RRA] <= now then
+    local m = readykey(id, r[RPR], r[RRA])
+    zadd(k.ready, 0, m)
+    r[RRK] = m
+  else
+    zadd(k.sched, fmt(r[RRA]), id)
+    r[RRK] = ''
   end
-  later('ZADD', k.sched, ra, j.id)
-  return ''
 end
 
-local function unschedule(k, j)
-  if set(j.rk) then later('ZREM', k.ready, j.rk) end
-  later('ZREM', k.sched, j.id)
+local function unschedule(k, id, r)
+  if set(r[RRK]) then zrem(k.ready, r[RRK]) end
+  zrem(k.sched, id)
+  r[RRK] = ''
 end
 
-local function setstate(k, j, new)
-  local id, task, old = j.id, j.t, j.st
-  if old then later('ZREM', k.idx, 's|' .. old .. '|' .. id, 't|' .. task .. '|' .. old .. '|' .. id) end
-  later('ZADD', k.idx, 0, 's|' .. new .. '|' .. id, 0, 't|' .. task .. '|' .. new .. '|' .. id)
-  j.st = new
+local function setstate(k, id, r, new)
+  local task, old = r[RT], r[RST]
+  zrem(k.idx, 's|' .. old .. '|' .. id)
+  zrem(k.idx, 't|' .. task .. '|' .. old .. '|' .. id)
+  zadd(k.idx, 0, 's|' .. new .. '|' .. id)
+  zadd(k.idx, 0, 't|' .. task .. '|' .. new .. '|' .. id)
+  r[RST] = new
 end
-
-local function num(v) return tonumber(v or '0') or 0 end
 
 -- deadline returns the instant a job passes its cancellation deadline in its
 -- current phase, and the reason, or nil.
-local function deadline(j)
-  if not set(j.fs) then
-    if num(j.md) > 0 then return tonumber(j.ca) + math.ceil(num(j.md) / 1000), 'deadline exceeded: max delay before first start' end
+local function deadline(r)
+  if r[RFS] == 0 then
+    local md = tonumber(r[RMD])
+    if md > 0 then return r[RCA] + math.ceil(md / 1000), 'deadline exceeded: max delay before first start' end
     return nil
   end
-  if num(j.mu) > 0 then return tonumber(j.fs) + math.ceil(num(j.mu) / 1000), 'deadline exceeded: max duration from first start' end
+  local mu = tonumber(r[RMU])
+  if mu > 0 then return r[RFS] + math.ceil(mu / 1000), 'deadline exceeded: max duration from first start' end
   return nil
 end
 
-local function hasdeadline(j) return num(j.md) > 0 or num(j.mu) > 0 end
+local function hasdeadline(r) return r[RMD] ~= '0' or r[RMU] ~= '0' end
 
-local function setdeadline(k, j)
-  local d = deadline(j)
-  if d then later('ZADD', k.dead, fmt(d), j.id)
-  elseif hasdeadline(j) then later('ZREM', k.dead, j.id) end
+local function setdeadline(k, id, r)
+  local d = deadline(r)
+  if d then zadd(k.dead, fmt(d), id)
+  elseif hasdeadline(r) then zrem(k.dead, id) end
 end
 
--- openrun appends a running run and returns its number.
-local function openrun(k, j, runid, attempt, worker, token, now)
-  local n = redis.call('HINCRBY', k.run, j.id .. '|n', 1)
-  local p = j.id .. '|' .. n .. '|'
-  redis.call('HSET', k.run, p .. 'i', runid, p .. 'a', attempt, p .. 'w', worker, p .. 'k', token,
-    p .. 's', 'running', p .. 'b', fmt(now))
-  return n
-end
-
--- closerun ends a running job's open run.
-local function closerun(k, j, status, now, err)
-  local p = j.id .. '|' .. j.rn .. '|'
-  if err then
-    redis.call('HSET', k.run, p .. 's', status, p .. 'f', fmt(now), p .. 'e', err)
-  else
-    redis.call('HSET', k.run, p .. 's', status, p .. 'f', fmt(now))
+-- spill moves the last run of a record into the run hash ("<id>|<n>"),
+-- making room for a new one.
+local function spill(k, id, r)
+  if r[RRN] > 0 then
+    redis.call('HSET', k.run, id .. '|' .. r[RRN],
+      mpack(r[RRI], r[RA], r[RLW], r[RLT], r[RRS], r[RRB], r[RRF], r[RRE]))
   end
-  bump(k.rstat, j.t .. '|' .. status, 1)
-  bump(k.rstat, j.t .. '|rt', now - tonumber(j.rb))
+end
+
+-- closerun ends a running job's open run, the last run of its record.
+local function closerun(k, r, status, now, err)
+  r[RRS], r[RRF], r[RRE] = status, now, err or ''
+  bump(k.rstat, r[RT] .. '|' .. status, 1)
+  bump(k.rstat, r[RT] .. '|rt', now - r[RRB])
 end
 
 -- finish moves a job to a terminal state, closing its open run. result,
 -- when given, is stored as the job's result.
-local function finish(k, j, new, now, runstatus, err, result)
-  local old, nows = j.st, fmt(now)
-  setstate(k, j, new)
-  local a = {'st', new, 'fa', nows, 'rk', ''}
-  if err then a[#a + 1] = 'le'; a[#a + 1] = err end
-  if result then a[#a + 1] = 'r'; a[#a + 1] = result end
-  jset(k, j.id, unpack(a))
+local function finish(k, id, r, new, now, runstatus, err, result)
+  local old = r[RST]
+  setstate(k, id, r, new)
   if old == 'running' then
-    later('ZREM', k.lease, j.id)
-    closerun(k, j, runstatus, now, err)
+    zrem(k.lease, id)
+    closerun(k, r, runstatus, now, err)
   else
-    unschedule(k, j)
+    unschedule(k, id, r)
   end
-  if hasdeadline(j) then later('ZREM', k.dead, j.id) end
-  later('ZADD', k.done, nows, j.id)
+  r[RFA], r[RRK] = now, ''
+  if err then r[RLE] = err end
+  if result then r[RR] = result end
+  if hasdeadline(r) then zrem(k.dead, id) end
+  zadd(k.done, fmt(now), id)
+  put(id, r)
 end
 
--- fence loads a running job's fields (default: what finishing it needs)
--- when it runs under token, else returns nil.
-local FENCE = {'st','lt','t','rn','rb','md','mu'}
-local function fence(k, id, token, fields)
-  local j = load(k, id, fields or FENCE)
-  if not j or j.st ~= 'running' or tonumber(j.lt) ~= tonumber(token) then return nil end
-  return j
+-- fence returns a running job's record when it runs under token, else nil.
+local function fence(k, id, token)
+  local r = get(k, id)
+  if not r or r[RST] ~= 'running' or r[RLT] ~= tonumber(token) then return nil end
+  return r
 end
 
 local function wake()
   if ARGV[2] ~= '' then redis.call('PUBLISH', ARGV[2], '1') end
 end
+
+-- jobout is a job as scripts return it: {id, record, cold fields}.
+local function jobout(k, id)
+  local r = get(k, id)
+  return {id, packed(r), redis.call('HGET', k.job, id .. '|x') or ''}
+end
 `
 
 // script wraps a script body: the body runs as a function, so that every
-// return path flushes the collected writes.
+// return path flushes the collected writes of the queue (group 1; the
+// enqueue script flushes its other groups itself).
 func script(body string) string {
-	return luaLib + "local function main()\n" + body + "\nend\nlocal r = main()\nflush()\nreturn r\n"
+	return luaLib + "local function main()\n" + body + "\nend\nlocal r = main()\nflush(keys(1))\nreturn r\n"
 }

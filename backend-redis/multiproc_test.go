@@ -198,20 +198,27 @@ func multiProcess(t *testing.T, c redis.UniversalClient, target string) {
 	if seen != jobs || len(payloads) != jobs {
 		t.Fatalf("listed %d jobs with %d payloads, want %d", seen, len(payloads), jobs)
 	}
-	// Every job's run records: exactly one run, succeeded, under token 1.
-	runKey := b.ks.queueKeys(mpQueue)[kRun]
+	// Every job's run records: exactly one run, succeeded, under token 1,
+	// held by the job's record, and none moved to the run hash.
+	keys := b.ks.queueKeys(mpQueue)
 	pipe := c.Pipeline()
-	cmds := make([]*redis.SliceCmd, len(ids))
+	recs := make([]*redis.StringCmd, len(ids))
+	spilled := make([]*redis.BoolCmd, len(ids))
 	for i, id := range ids {
-		cmds[i] = pipe.HMGet(ctx, runKey, id+"|n", id+"|1|s", id+"|1|k", id+"|2|s")
+		recs[i] = pipe.HGet(ctx, keys[kJob], id)
+		spilled[i] = pipe.HExists(ctx, keys[kRun], id+"|1")
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		t.Fatal(err)
 	}
-	for i, cmd := range cmds {
-		v := cmd.Val()
-		if v[0] != "1" || v[1] != string(core.RunSucceeded) || v[2] != "1" || v[3] != nil {
-			t.Fatalf("run records of %s: count %v, first run %v token %v, second run %v", ids[i], v[0], v[1], v[2], v[3])
+	for i, cmd := range recs {
+		v, err := unpackRecord(ids[i], cmd.Val())
+		if err != nil {
+			t.Fatal(err)
+		}
+		run, ok := lastRun(ids[i], v)
+		if toInt(v[rRunCount]) != 1 || !ok || run.Status != core.RunSucceeded || run.Token != 1 || spilled[i].Val() {
+			t.Fatalf("run records of %s: count %v, last run %+v, earlier run stored %v", ids[i], v[rRunCount], run, spilled[i].Val())
 		}
 	}
 	// And through the API, for a sample.

@@ -22,11 +22,11 @@ func (b *Backend) GetJob(ctx context.Context, jobID string) (core.Job, error) {
 	if !ok {
 		return core.Job{}, notFound("get job", jobID)
 	}
-	vals, err := b.rdb.HMGet(ctx, b.ks.queueKeys(q)[kJob], jobFieldNames(jobID)...).Result()
+	vals, err := b.rdb.HMGet(ctx, b.ks.queueKeys(q)[kJob], jobID, coldField(jobID)).Result()
 	if err != nil {
 		return core.Job{}, wrap("get job", err)
 	}
-	j, found, err := decodeJob(jobID, q, vals)
+	j, found, err := decodeJob(jobID, q, vals[0], vals[1])
 	if err != nil {
 		return core.Job{}, err
 	}
@@ -149,13 +149,14 @@ func (b *Backend) ListJobs(ctx context.Context, f core.JobFilter) (core.JobPage,
 	pipe = b.rdb.Pipeline()
 	cmds := make([]*redis.SliceCmd, len(refs))
 	for i, r := range refs {
-		cmds[i] = pipe.HMGet(ctx, b.ks.queueKeys(r.queue)[kJob], jobFieldNames(r.id)...)
+		cmds[i] = pipe.HMGet(ctx, b.ks.queueKeys(r.queue)[kJob], r.id, coldField(r.id))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return core.JobPage{}, wrap("list jobs", err)
 	}
 	for i, r := range refs {
-		j, ok, err := decodeJob(r.id, r.queue, cmds[i].Val())
+		v := cmds[i].Val()
+		j, ok, err := decodeJob(r.id, r.queue, v[0], v[1])
 		if err != nil {
 			return core.JobPage{}, err
 		}
@@ -249,43 +250,42 @@ func (b *Backend) ListRuns(ctx context.Context, jobID string) ([]core.Run, error
 		return nil, notFound("list runs", jobID)
 	}
 	keys := b.ks.queueKeys(q)
-	pipe := b.rdb.Pipeline()
-	exists := pipe.HExists(ctx, keys[kJob], jobID+"|st")
-	nCmd := pipe.HGet(ctx, keys[kRun], jobID+"|n")
-	if _, err := pipe.Exec(ctx); err != nil && err != redis.Nil {
-		return nil, wrap("list runs", err)
-	}
-	if !exists.Val() {
+	rec, err := b.rdb.HGet(ctx, keys[kJob], jobID).Result()
+	if err == redis.Nil {
 		return nil, notFound("list runs", jobID)
 	}
-	n, _ := strconv.Atoi(nCmd.Val())
-	runs := make([]core.Run, 0, n)
-	if n == 0 {
-		return runs, nil
-	}
-	var fields []string
-	for r := 1; r <= n; r++ {
-		p := jobID + "|" + strconv.Itoa(r) + "|"
-		fields = append(fields, p+"i", p+"a", p+"w", p+"k", p+"s", p+"b", p+"f", p+"e")
-	}
-	vals, err := b.rdb.HMGet(ctx, keys[kRun], fields...).Result()
 	if err != nil {
 		return nil, wrap("list runs", err)
 	}
-	for r := 0; r < n; r++ {
-		v := vals[r*8 : r*8+8]
-		run := core.Run{
-			JobID:      jobID,
-			Attempt:    int(toInt(v[1])),
-			Token:      toInt(v[3]),
-			StartedAt:  toTime(v[5]),
-			FinishedAt: toTime(v[6]),
+	v, err := unpackRecord(jobID, rec)
+	if err != nil {
+		return nil, err
+	}
+	// The record holds the latest run; earlier ones were moved to the run
+	// hash as "<id>|<n>" when the next run began.
+	n := int(toInt(v[rRunCount]))
+	runs := make([]core.Run, 0, n)
+	if n > 1 {
+		fields := make([]string, 0, n-1)
+		for r := 1; r < n; r++ {
+			fields = append(fields, jobID+"|"+strconv.Itoa(r))
 		}
-		run.ID, _ = str(v[0])
-		run.WorkerID, _ = str(v[2])
-		s, _ := str(v[4])
-		run.Status = core.RunStatus(s)
-		run.Error, _ = str(v[7])
+		vals, err := b.rdb.HMGet(ctx, keys[kRun], fields...).Result()
+		if err != nil {
+			return nil, wrap("list runs", err)
+		}
+		for _, rv := range vals {
+			if rv == nil {
+				continue // deleted by a cleanup meanwhile
+			}
+			run, err := spilledRun(jobID, rv)
+			if err != nil {
+				return nil, err
+			}
+			runs = append(runs, run)
+		}
+	}
+	if run, ok := lastRun(jobID, v); ok {
 		runs = append(runs, run)
 	}
 	return runs, nil
@@ -306,7 +306,7 @@ func (b *Backend) Checkpoints(ctx context.Context, jobID string) ([]core.Checkpo
 	}
 	keys := b.ks.queueKeys(q)
 	pipe := b.rdb.Pipeline()
-	exists := pipe.HExists(ctx, keys[kJob], jobID+"|st")
+	exists := pipe.HExists(ctx, keys[kJob], jobID)
 	steps := pipe.ZRangeByLex(ctx, keys[kCpx], &redis.ZRangeBy{Min: "[" + jobID + "|", Max: "(" + jobID + "}"})
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, wrap("checkpoints", err)
