@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -66,7 +67,8 @@ func (e *Engine) Complete(ctx context.Context, items []core.Completion) ([]error
 // CompleteSQL is the portable batched completion for stores without a
 // single-statement form; q is one write transaction. Each chunk of up to
 // 300 items costs two statements: an UPDATE ... FROM (VALUES ...) of the
-// jobs, returning the accepted ones, and an UPDATE of their runs.
+// jobs, returning the accepted ones, and the INSERT of their finished
+// runs, read from the job rows.
 func (e *Engine) CompleteSQL(ctx context.Context, q Querier, items []core.Completion, now int64) ([]bool, []string, error) {
 	ok := make([]bool, len(items))
 	index := make(map[string]int, len(items))
@@ -84,18 +86,17 @@ func (e *Engine) CompleteSQL(ctx context.Context, q Querier, items []core.Comple
 			args = append(args, it.Lease.JobID, it.Lease.Token, nullBytes(it.Result))
 		}
 		values := strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", len(part)), ", ")
-		var done []any
+		var done []string
 		err := e.scanAll(ctx, q, `UPDATE {s}jobs SET state = 'succeeded', result = v.column3, finished_at = ?
 			FROM (VALUES `+values+`) AS v
 			WHERE {s}jobs.id = v.column1 AND {s}jobs.token = v.column2 AND {s}jobs.state = 'running'
-			RETURNING {s}jobs.id, {s}jobs.token, {s}jobs.queue`, args, func(rows Rows) error {
+			RETURNING {s}jobs.id, {s}jobs.queue`, args, func(rows Rows) error {
 			var id, queue string
-			var token int64
-			if err := rows.Scan(&id, &token, &queue); err != nil {
+			if err := rows.Scan(&id, &queue); err != nil {
 				return err
 			}
 			ok[index[id]] = true
-			done = append(done, id, token)
+			done = append(done, id)
 			if !seen[queue] {
 				seen[queue] = true
 				queues = append(queues, queue)
@@ -108,9 +109,13 @@ func (e *Engine) CompleteSQL(ctx context.Context, q Querier, items []core.Comple
 		if len(done) == 0 {
 			continue
 		}
-		pairs := strings.TrimSuffix(strings.Repeat("(?, ?), ", len(done)/2), ", ")
-		if _, err := q.Exec(ctx, e.render(`UPDATE {s}runs SET status = 'succeeded', finished_at = ?
-			WHERE status = 'running' AND (job_id, token) IN (VALUES `+pairs+`)`), append([]any{now}, done...)...); err != nil {
+		ids, err := json.Marshal(done)
+		if err != nil {
+			return nil, nil, err
+		}
+		if _, err := q.Exec(ctx, e.render(`INSERT INTO {s}runs (job_id, token, id, attempt, worker_id, status, started_at, finished_at)
+			SELECT id, token, run_id, attempt, worker_id, 'succeeded', started_at, finished_at FROM {s}jobs
+			WHERE id IN (SELECT value FROM json_each(?))`), string(ids)); err != nil {
 			return nil, nil, err
 		}
 	}

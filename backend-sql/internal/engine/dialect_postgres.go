@@ -33,7 +33,8 @@ func (Postgres) SkipLocked() string { return " FOR UPDATE SKIP LOCKED" }
 
 // pgClaim is the whole claim in one statement: cancel the due jobs past a
 // deadline, lock the first Limit due jobs in claim order with SKIP
-// LOCKED, mark them running and open their runs.
+// LOCKED, and mark them running, each with a new run id (the run row is
+// written when the attempt ends).
 const pgClaim = `WITH clk AS (SELECT ` + pgNow + ` AS t),
 expired AS (
 	UPDATE {s}jobs SET state = 'cancelled', finished_at = (SELECT t FROM clk),
@@ -48,6 +49,7 @@ picked AS (
 		AND (deadline_at IS NULL OR deadline_at > (SELECT t FROM clk))
 		AND NOT EXISTS (SELECT 1 FROM {s}queue_configs WHERE queue = ? AND paused <> 0)
 	ORDER BY priority, run_at, id LIMIT ? FOR UPDATE SKIP LOCKED),
+numbered AS (SELECT id, row_number() OVER () AS n FROM picked),
 claimed AS (
 	UPDATE {s}jobs j SET state = 'running',
 		attempt = CASE WHEN j.state = 'sleeping' THEN j.attempt ELSE j.attempt + 1 END,
@@ -55,13 +57,10 @@ claimed AS (
 		first_started_at = CASE WHEN j.first_started_at = 0 THEN (SELECT t FROM clk) ELSE j.first_started_at END,
 		deadline_at = CASE WHEN j.first_started_at = 0
 			THEN (CASE WHEN j.max_duration > 0 THEN (SELECT t FROM clk) + (j.max_duration + 999) / 1000 ELSE NULL END)
-			ELSE j.deadline_at END
-	FROM picked WHERE j.id = picked.id
-	RETURNING j.*),
-numbered AS (SELECT c.*, row_number() OVER () AS n FROM claimed c),
-opened AS (
-	INSERT INTO {s}runs (id, job_id, attempt, worker_id, token, status, started_at)
-	SELECT (?::text[])[n], id, attempt, worker_id, token, 'running', (SELECT t FROM clk) FROM numbered)
+			ELSE j.deadline_at END,
+		started_at = (SELECT t FROM clk), run_id = (?::text[])[numbered.n]
+	FROM numbered WHERE j.id = numbered.id
+	RETURNING j.*)
 SELECT `
 
 // Claim implements Dialect with one statement outside any explicit
@@ -78,24 +77,27 @@ func (Postgres) Claim(ctx context.Context, e *Engine, req core.ClaimRequest, now
 	var jobs []core.Job
 	err := e.st.WriteOne(ctx, func(q Querier) error {
 		var err error
-		jobs, err = collectJobs(q.Query(ctx, e.render(pgClaim+JobCols("")+" FROM numbered"),
+		jobs, err = collectJobs(q.Query(ctx, e.render(pgClaim+JobCols("")+" FROM claimed"),
 			now, req.Queue, req.Queue, req.Queue, req.Queue, req.Limit, req.WorkerID, ceilUS(req.LeaseTTL), runIDs))
 		return err
 	})
 	return jobs, err
 }
 
-// pgComplete finishes a batch in one statement and notifies the queues.
+// pgComplete finishes a batch in one statement: it marks the jobs
+// succeeded, writes their finished runs from the job rows, and notifies
+// each queue once.
 const pgComplete = `WITH clk AS (SELECT ` + pgNow + ` AS t),
 input AS (SELECT * FROM unnest(?::text[], ?::int8[], ?::bytea[]) AS i(id, token, result)),
 done AS (
 	UPDATE {s}jobs j SET state = 'succeeded', result = i.result, finished_at = (SELECT t FROM clk)
 	FROM input i WHERE j.id = i.id AND j.state = 'running' AND j.token = i.token
-	RETURNING j.id, j.token, j.queue),
+	RETURNING j.id, j.token, j.queue, j.run_id, j.attempt, j.worker_id, j.started_at, j.finished_at),
 closed AS (
-	UPDATE {s}runs r SET status = 'succeeded', finished_at = (SELECT t FROM clk)
-	FROM done WHERE r.job_id = done.id AND r.token = done.token AND r.status = 'running')
-SELECT done.id, done.queue FROM done, LATERAL (SELECT pg_notify(?, done.queue)) n`
+	INSERT INTO {s}runs (job_id, token, id, attempt, worker_id, status, started_at, finished_at)
+	SELECT id, token, run_id, attempt, worker_id, 'succeeded', started_at, finished_at FROM done)
+SELECT done.id, done.queue FROM done,
+	(SELECT count(pg_notify(?, d.queue)) FROM (SELECT DISTINCT queue FROM done) d) n`
 
 // Complete implements Dialect with one statement: one round trip.
 func (Postgres) Complete(ctx context.Context, e *Engine, items []core.Completion, now any) ([]bool, []string, error) {

@@ -41,9 +41,11 @@ func (e *Engine) lockFenced(ctx context.Context, q Querier, lease core.Lease) (c
 	return j, now, nil
 }
 
-// endRun closes the open run of j's current token.
+// endRun writes the finished run of j's current attempt, read from the
+// job row while it is still running under j's token.
 func (e *Engine) endRun(ctx context.Context, q Querier, j core.Job, status core.RunStatus, now int64, msg string) error {
-	_, err := q.Exec(ctx, e.render("UPDATE {s}runs SET status = ?, finished_at = ?, error = ? WHERE job_id = ? AND token = ? AND status = 'running'"),
+	_, err := q.Exec(ctx, e.render(`INSERT INTO {s}runs (job_id, token, id, attempt, worker_id, status, started_at, finished_at, error)
+		SELECT id, token, run_id, attempt, worker_id, ?, started_at, ?, ? FROM {s}jobs WHERE id = ? AND token = ? AND state = 'running'`),
 		string(status), now, msg, j.ID, j.Lease.Token)
 	return err
 }

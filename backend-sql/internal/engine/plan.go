@@ -17,8 +17,8 @@ var errPlanDone = errors.New("plan done")
 // transaction that is rolled back, and the plan has actual timings.
 func (e *Engine) ClaimPlan(ctx context.Context, req core.ClaimRequest, analyze bool) (string, error) {
 	now := e.NowArg()
-	var sql string
-	var args []any
+	var sqls []string
+	var args [][]any
 	switch e.d.(type) {
 	case Postgres:
 		opts := "COSTS OFF"
@@ -29,40 +29,21 @@ func (e *Engine) ClaimPlan(ctx context.Context, req core.ClaimRequest, analyze b
 		for i := range runIDs {
 			runIDs[i] = core.NewID(core.SystemClock{}.Now())
 		}
-		sql = "EXPLAIN (" + opts + ") " + e.render(pgClaim+JobCols("")+" FROM numbered")
-		args = []any{now, req.Queue, req.Queue, req.Queue, req.Queue, req.Limit, req.WorkerID, ceilUS(req.LeaseTTL), runIDs}
+		sqls = []string{"EXPLAIN (" + opts + ") " + e.render(pgClaim+JobCols("")+" FROM claimed")}
+		args = [][]any{{now, req.Queue, req.Queue, req.Queue, req.Queue, req.Limit, req.WorkerID, ceilUS(req.LeaseTTL), runIDs}}
 	default:
 		t, _ := now.(int64)
-		sql = "EXPLAIN QUERY PLAN " + e.render(claimUpdateSQL+"RETURNING id")
-		args = []any{req.WorkerID, t + ceilUS(req.LeaseTTL), t, t, req.Queue, t, t, req.Limit}
+		// The pick reads the claim index; the update then finds each
+		// picked job by its primary key.
+		sqls = []string{"EXPLAIN QUERY PLAN " + e.render(claimPickSQL), "EXPLAIN QUERY PLAN " + e.render(claimUpdateSQL+"RETURNING id")}
+		args = [][]any{{req.Queue, t, t, req.Queue, req.Limit}, {req.WorkerID, t + ceilUS(req.LeaseTTL), t, t, t, `[["x","y"]]`}}
 	}
 	var lines []string
 	err := e.st.WriteTx(ctx, func(q Querier) error {
-		rows, err := q.Query(ctx, sql, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			vals := make([]any, 0, 4)
-			if _, ok := e.d.(Postgres); ok {
-				var line string
-				vals = append(vals, &line)
-				if err := rows.Scan(vals...); err != nil {
-					return err
-				}
-				lines = append(lines, line)
-				continue
-			}
-			var id, parent, notused int64
-			var detail string
-			if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+		for i, sql := range sqls {
+			if err := e.planLines(ctx, q, sql, args[i], &lines); err != nil {
 				return err
 			}
-			lines = append(lines, detail)
-		}
-		if err := rows.Err(); err != nil {
-			return err
 		}
 		return errPlanDone
 	})
@@ -70,4 +51,30 @@ func (e *Engine) ClaimPlan(ctx context.Context, req core.ClaimRequest, analyze b
 		return "", e.wrap("claim plan", err)
 	}
 	return strings.Join(lines, "\n"), nil
+}
+
+// planLines runs one EXPLAIN statement and appends its lines.
+func (e *Engine) planLines(ctx context.Context, q Querier, sql string, args []any, lines *[]string) error {
+	rows, err := q.Query(ctx, sql, args...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if _, ok := e.d.(Postgres); ok {
+			var line string
+			if err := rows.Scan(&line); err != nil {
+				return err
+			}
+			*lines = append(*lines, line)
+			continue
+		}
+		var id, parent, notused int64
+		var detail string
+		if err := rows.Scan(&id, &parent, &notused, &detail); err != nil {
+			return err
+		}
+		*lines = append(*lines, detail)
+	}
+	return rows.Err()
 }

@@ -160,13 +160,18 @@ func (e *Engine) TaskStats(ctx context.Context, task string) (core.TaskStats, er
 	})
 	if err == nil {
 		err = e.scanAll(ctx, r, `SELECT r.status, count(*), CAST(coalesce(sum(CASE WHEN r.finished_at > 0 THEN r.finished_at - r.started_at ELSE 0 END), 0) AS BIGINT)
-			FROM {s}runs r JOIN {s}jobs j ON j.id = r.job_id WHERE j.task = ? GROUP BY r.status`, []any{task}, func(rows Rows) error {
+			FROM {s}runs r JOIN {s}jobs j ON j.id = r.job_id WHERE j.task = ? GROUP BY r.status
+			UNION ALL
+			SELECT 'running', count(*), CAST(0 AS BIGINT) FROM {s}jobs WHERE task = ? AND state = 'running'`, []any{task, task}, func(rows Rows) error {
 			var s string
 			var n, us int64
 			if err := rows.Scan(&s, &n, &us); err != nil {
 				return err
 			}
-			st.Runs[core.RunStatus(s)] = n
+			if n == 0 {
+				return nil
+			}
+			st.Runs[core.RunStatus(s)] += n
 			st.RunTime += fromUSDuration(us)
 			return nil
 		})

@@ -30,8 +30,13 @@ func (e *Engine) ListRuns(ctx context.Context, jobID string) ([]core.Run, error)
 		return nil, fmt.Errorf("boson/%s: list runs: %w: job %q", e.d.Name(), core.ErrNotFound, jobID)
 	}
 	var out []core.Run
-	err = e.scanAll(ctx, r, "SELECT id, job_id, attempt, worker_id, token, status, started_at, finished_at, error FROM {s}runs WHERE job_id = ? ORDER BY token, id",
-		[]any{jobID}, func(rows Rows) error {
+	// Finished runs are rows of runs; the open run of a running job is in
+	// the job row. One statement reads both from one snapshot.
+	err = e.scanAll(ctx, r, `SELECT id, job_id, attempt, worker_id, token, status, started_at, finished_at, error FROM {s}runs WHERE job_id = ?
+		UNION ALL
+		SELECT run_id, id, attempt, worker_id, token, 'running', started_at, 0, '' FROM {s}jobs WHERE id = ? AND state = 'running'
+		ORDER BY token, id`,
+		[]any{jobID, jobID}, func(rows Rows) error {
 			var run core.Run
 			var status string
 			var started, finished int64
