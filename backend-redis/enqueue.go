@@ -304,7 +304,7 @@ func (b *Backend) countElsewhere(ctx context.Context, limits map[string]*taskLim
 	los := fmt.Sprintf("%018d", lo)
 	type cmds struct {
 		l        *taskLimit
-		inflight []*redis.IntCmd
+		inflight *redis.SliceCmd
 		rate     *redis.StringSliceCmd
 	}
 	var all2 []cmds
@@ -313,10 +313,7 @@ func (b *Backend) countElsewhere(ctx context.Context, limits map[string]*taskLim
 		for _, q := range others {
 			keys := b.ks.queueKeys(q)
 			c := cmds{l: l}
-			for _, st := range []core.JobState{core.StateQueued, core.StateRunning, core.StateSleeping} {
-				p := "t|" + task + "|" + string(st)
-				c.inflight = append(c.inflight, pipe.ZLexCount(ctx, keys[kIdx], "["+p+"|", "("+p+"}"))
-			}
+			c.inflight = pipe.HMGet(ctx, keys[kCnt], task+"|"+string(core.StateQueued), task+"|"+string(core.StateRunning), task+"|"+string(core.StateSleeping))
 			c.rate = pipe.ZRangeByLex(ctx, keys[kRate], &redis.ZRangeBy{Min: "[" + task + "|" + los, Max: "(" + task + "}"})
 			all2 = append(all2, c)
 		}
@@ -325,8 +322,8 @@ func (b *Backend) countElsewhere(ctx context.Context, limits map[string]*taskLim
 		return wrap("enqueue: count limits", err)
 	}
 	for _, c := range all2 {
-		for _, ic := range c.inflight {
-			c.l.otherInFlight += ic.Val()
+		for _, v := range c.inflight.Val() {
+			c.l.otherInFlight += toInt(v)
 		}
 		c.l.otherRate += rateCount(c.rate.Val())
 	}

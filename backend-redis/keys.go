@@ -18,7 +18,7 @@ func (ks keyspace) queueKeys(queue string) []string {
 		t + "lease", // zset: id of a running job scored by lease expiry
 		t + "dead",  // zset: id scored by its cancellation deadline
 		t + "done",  // zset: id of a terminal job scored by finish time
-		t + "idx",   // lex zset: listing and counting index
+		t + "idx",   // lex zset: "s|<state>|<id>" and "k|<task>|<id>", listing and counting
 		t + "idem",  // hash: idempotency key -> id
 		t + "rate",  // lex zset: "<task>|<created µs>|<id>" of the last second
 		t + "run",   // hash: "<id>|n" and "<id>|<n>|<field>" run records
@@ -26,6 +26,7 @@ func (ks keyspace) queueKeys(queue string) []string {
 		t + "cpx",   // lex zset: "<id>|<step>" checkpoint index
 		t + "conf",  // hash: queue config
 		t + "rstat", // hash: "<task>|<status>" run counts and "<task>|rt" run time
+		t + "cnt",   // hash: "<task>|<state>" job counts
 	}
 }
 
@@ -45,6 +46,7 @@ const (
 	kCpx
 	kConf
 	kRstat
+	kCnt
 )
 
 // queues is the set of every queue that has had a job or a config.

@@ -111,10 +111,9 @@ for _, id in ipairs(ids) do
     tasks[task] = true
     del[#del + 1] = id
     del[#del + 1] = id .. '|x'
-    zrem(k.idx, 'a|' .. id)
     zrem(k.idx, 's|' .. st .. '|' .. id)
     zrem(k.idx, 'k|' .. task .. '|' .. id)
-    zrem(k.idx, 't|' .. task .. '|' .. st .. '|' .. id)
+    bump(k.cnt, task .. '|' .. st, -1)
     if set(r[RIK]) and redis.call('HGET', k.idem, r[RIK]) == id then redis.call('HDEL', k.idem, r[RIK]) end
     local n = r[RRN]
     if n > 0 then

@@ -77,10 +77,8 @@ for task, c in pairs(fresh) do
     if l.mif > 0 then
       local active = l.oif
       for g = 1, ng do
-        for _, st in ipairs({'queued', 'running', 'sleeping'}) do
-          local p = 't|' .. task .. '|' .. st
-          active = active + redis.call('ZLEXCOUNT', groups[g].k.idx, '[' .. p .. '|', '(' .. p .. '}')
-        end
+        local c = redis.call('HMGET', groups[g].k.cnt, task .. '|queued', task .. '|running', task .. '|sleeping')
+        for i = 1, 3 do active = active + tonumber(c[i] or '0') end
       end
       if active + c > l.mif then return {'limited', task, 'max_in_flight'} end
     end
@@ -127,10 +125,9 @@ for i = 1, n do
     a[#a + 1] = packed(r)
     a[#a + 1] = id .. '|x'
     a[#a + 1] = ARGV[b+3]
-    zadd(k.idx, 0, 'a|' .. id)
     zadd(k.idx, 0, 's|queued|' .. id)
     zadd(k.idx, 0, 'k|' .. task .. '|' .. id)
-    zadd(k.idx, 0, 't|' .. task .. '|queued|' .. id)
+    bump(k.cnt, task .. '|queued', 1)
     if ik ~= '' then redis.call('HSET', k.idem, ik, id) end
     if hasdeadline(r) then setdeadline(k, id, r) end
     local rt = rateOf[g][task]
@@ -168,10 +165,9 @@ for _, id in ipairs(ids) do
     local task = r[RT]
     unschedule(k, id, r)
     if hasdeadline(r) then zrem(k.dead, id) end
-    zrem(k.idx, 'a|' .. id)
     zrem(k.idx, 's|queued|' .. id)
     zrem(k.idx, 'k|' .. task .. '|' .. id)
-    zrem(k.idx, 't|' .. task .. '|queued|' .. id)
+    bump(k.cnt, task .. '|queued', -1)
     if set(r[RIK]) and redis.call('HGET', k.idem, r[RIK]) == id then redis.call('HDEL', k.idem, r[RIK]) end
     J[id] = false
     del[#del + 1] = id

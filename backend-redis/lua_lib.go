@@ -25,12 +25,13 @@ package redisq
 // flush(), which a script calls before reading such a key). The last write
 // of a member wins, as if the writes had run in order.
 const luaLib = `
-local NK = 14
+local NK = 15
 local function keys(g)
   local b = (g - 1) * NK
   return {job = KEYS[b+1], ready = KEYS[b+2], sched = KEYS[b+3], lease = KEYS[b+4],
     dead = KEYS[b+5], done = KEYS[b+6], idx = KEYS[b+7], idem = KEYS[b+8], rate = KEYS[b+9],
-    run = KEYS[b+10], cp = KEYS[b+11], cpx = KEYS[b+12], conf = KEYS[b+13], rstat = KEYS[b+14]}
+    run = KEYS[b+10], cp = KEYS[b+11], cpx = KEYS[b+12], conf = KEYS[b+13], rstat = KEYS[b+14],
+    cnt = KEYS[b+15]}
 end
 
 local function now_us()
@@ -196,12 +197,13 @@ local function unschedule(k, id, r)
   r[RRK] = ''
 end
 
+-- setstate moves a job to another state in the index and the counts.
 local function setstate(k, id, r, new)
   local task, old = r[RT], r[RST]
   zrem(k.idx, 's|' .. old .. '|' .. id)
-  zrem(k.idx, 't|' .. task .. '|' .. old .. '|' .. id)
   zadd(k.idx, 0, 's|' .. new .. '|' .. id)
-  zadd(k.idx, 0, 't|' .. task .. '|' .. new .. '|' .. id)
+  bump(k.cnt, task .. '|' .. old, -1)
+  bump(k.cnt, task .. '|' .. new, 1)
   r[RST] = new
 end
 

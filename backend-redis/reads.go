@@ -45,14 +45,11 @@ func (b *Backend) scope(ctx context.Context, queue string) ([]string, error) {
 }
 
 // indexPrefixes returns the index member prefixes that select a filter's
-// jobs within one queue: one per state, or one for all states.
+// jobs within one queue: one per state, or the task's. A filter on both
+// task and states is served by scanFiltered instead.
 func indexPrefixes(f core.JobFilter) []string {
 	var out []string
 	switch {
-	case f.Task != "" && len(f.States) > 0:
-		for _, s := range uniqueStates(f.States) {
-			out = append(out, "t|"+f.Task+"|"+string(s)+"|")
-		}
 	case f.Task != "":
 		out = append(out, "k|"+f.Task+"|")
 	case len(f.States) > 0:
@@ -60,9 +57,108 @@ func indexPrefixes(f core.JobFilter) []string {
 			out = append(out, "s|"+string(s)+"|")
 		}
 	default:
-		out = append(out, "a|")
+		for _, s := range core.AllStates {
+			out = append(out, "s|"+string(s)+"|")
+		}
 	}
 	return out
+}
+
+// scanFiltered returns up to want ids of one queue's jobs of task f.Task in
+// one of f.States, after f.Cursor in f's order. The index has no entry per
+// task and state (that would cost two more index writes per transition), so
+// it walks the smaller of the task's entries and the states' entries and
+// reads the records to filter them.
+func (b *Backend) scanFiltered(ctx context.Context, q string, f core.JobFilter, want int) ([]string, error) {
+	keys := b.ks.queueKeys(q)
+	states := uniqueStates(f.States)
+	pipe := b.rdb.Pipeline()
+	kp := "k|" + f.Task + "|"
+	taskN := pipe.ZLexCount(ctx, keys[kIdx], "["+kp, "("+upper(kp))
+	stateN := make([]*redis.IntCmd, len(states))
+	for i, st := range states {
+		p := "s|" + string(st) + "|"
+		stateN[i] = pipe.ZLexCount(ctx, keys[kIdx], "["+p, "("+upper(p))
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, wrap("list jobs", err)
+	}
+	var inStates int64
+	for _, c := range stateN {
+		inStates += c.Val()
+	}
+	var out []string
+	if inStates < taskN.Val() {
+		for _, st := range states {
+			ids, err := b.scanPrefix(ctx, keys, "s|"+string(st)+"|", f, want)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, ids...)
+		}
+		return out, nil
+	}
+	return b.scanPrefix(ctx, keys, kp, f, want)
+}
+
+// scanPrefix walks the index entries under prefix p after f.Cursor in f's
+// order, in chunks, and keeps the ids whose record matches f, until it has
+// want of them or the entries end.
+func (b *Backend) scanPrefix(ctx context.Context, keys []string, p string, f core.JobFilter, want int) ([]string, error) {
+	var out []string
+	from := f.Cursor
+	chunk := int64(max(want, 256))
+	for {
+		r := &redis.ZRangeBy{Min: "[" + p, Max: "(" + upper(p), Count: chunk}
+		var ms []string
+		var err error
+		if f.Desc {
+			if from != "" {
+				r.Max = "(" + p + from
+			}
+			ms, err = b.rdb.ZRevRangeByLex(ctx, keys[kIdx], r).Result()
+		} else {
+			if from != "" {
+				r.Min = "(" + p + from
+			}
+			ms, err = b.rdb.ZRangeByLex(ctx, keys[kIdx], r).Result()
+		}
+		if err != nil {
+			return nil, wrap("list jobs", err)
+		}
+		if len(ms) == 0 {
+			return out, nil
+		}
+		ids := make([]string, len(ms))
+		for i, m := range ms {
+			ids[i] = m[len(p):]
+		}
+		recs, err := b.rdb.HMGet(ctx, keys[kJob], ids...).Result()
+		if err != nil {
+			return nil, wrap("list jobs", err)
+		}
+		for i, rec := range recs {
+			if rec == nil {
+				continue
+			}
+			v, err := unpackRecord(ids[i], rec)
+			if err != nil {
+				return nil, err
+			}
+			task, _ := str(v[rTask])
+			st, _ := str(v[rState])
+			if task == f.Task && slices.Contains(f.States, core.JobState(st)) {
+				out = append(out, ids[i])
+				if len(out) == want {
+					return out, nil
+				}
+			}
+		}
+		if int64(len(ms)) < chunk {
+			return out, nil
+		}
+		from = ids[len(ids)-1]
+	}
 }
 
 func uniqueStates(in []core.JobState) []core.JobState {
@@ -95,7 +191,20 @@ func (b *Backend) ListJobs(ctx context.Context, f core.JobFilter) (core.JobPage,
 	}
 	var srcs []src
 	pipe := b.rdb.Pipeline()
+	type ref struct{ id, queue string }
+	var refs []ref
+	filtered := f.Task != "" && len(f.States) > 0
 	for _, q := range qs {
+		if filtered {
+			ids, err := b.scanFiltered(ctx, q, f, size+1)
+			if err != nil {
+				return core.JobPage{}, err
+			}
+			for _, id := range ids {
+				refs = append(refs, ref{id: id, queue: q})
+			}
+			continue
+		}
 		key := b.ks.queueKeys(q)[kIdx]
 		for _, p := range indexPrefixes(f) {
 			r := &redis.ZRangeBy{Min: "[" + p, Max: "(" + upper(p), Count: int64(size + 1)}
@@ -119,8 +228,6 @@ func (b *Backend) ListJobs(ctx context.Context, f core.JobFilter) (core.JobPage,
 			return core.JobPage{}, wrap("list jobs", err)
 		}
 	}
-	type ref struct{ id, queue string }
-	var refs []ref
 	for _, s := range srcs {
 		for _, m := range s.cmd.Val() {
 			refs = append(refs, ref{id: m[len(s.prefix):], queue: s.queue})
@@ -214,14 +321,32 @@ func (b *Backend) stateCounts(ctx context.Context, qs []string, task string, sta
 		return out, nil
 	}
 	pipe := b.rdb.Pipeline()
+	if task != "" {
+		// A task's counts per state are kept in the queue's cnt hash.
+		fields := make([]string, len(states))
+		for n, s := range states {
+			fields[n] = task + "|" + string(s)
+		}
+		cmds := make([]*redis.SliceCmd, len(qs))
+		for i, q := range qs {
+			cmds[i] = pipe.HMGet(ctx, b.ks.queueKeys(q)[kCnt], fields...)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, err
+		}
+		for i := range qs {
+			out[i] = map[core.JobState]int64{}
+			for n, s := range states {
+				out[i][s] = toInt(cmds[i].Val()[n])
+			}
+		}
+		return out, nil
+	}
 	cmds := make([][]*redis.IntCmd, len(qs))
 	for i, q := range qs {
 		key := b.ks.queueKeys(q)[kIdx]
 		for _, s := range states {
 			p := "s|" + string(s) + "|"
-			if task != "" {
-				p = "t|" + task + "|" + string(s) + "|"
-			}
 			cmds[i] = append(cmds[i], pipe.ZLexCount(ctx, key, "["+p, "("+upper(p)))
 		}
 	}
