@@ -2,77 +2,94 @@ package boson
 
 import (
 	"context"
-	"fmt"
 	"sync"
 
 	"github.com/boson-go/boson/core"
 )
 
-// completer writes completions that finish together in one backend call
-// per backend.
+// completer writes completions in as few backend calls as it can without
+// delaying any of them: it writes whatever has queued up while the
+// previous call ran (group commit), up to max per call and per backend.
+// Writes are asynchronous: the attempt's runner hands its completion over
+// and moves on to the next job, and the completer reports each outcome
+// through the request's done function, on the completer's goroutine.
 type completer struct {
 	max  int
 	in   chan completionReq
-	done chan struct{}
+	stop chan struct{}
 	once sync.Once
 }
 
 type completionReq struct {
 	b    core.QueueBackend
 	item core.Completion
-	resp chan error
+	done func(error)
 }
 
-func newCompleter(max int) *completer {
-	return &completer{max: max, in: make(chan completionReq, max), done: make(chan struct{})}
+// newCompleter returns a completer whose queue holds up to capacity
+// requests before submit blocks.
+func newCompleter(limit, capacity int) *completer {
+	return &completer{max: limit, in: make(chan completionReq, max(capacity, 1)), stop: make(chan struct{})}
 }
 
-// complete writes one completion and returns its outcome.
-func (c *completer) complete(b core.QueueBackend, item core.Completion) error {
-	req := completionReq{b: b, item: item, resp: make(chan error, 1)}
-	select {
-	case c.in <- req:
-	case <-c.done:
-		return fmt.Errorf("%w: worker stopped", core.ErrClosed)
-	}
-	return <-req.resp
+// submit queues one completion; done is called exactly once with its
+// outcome. It must not be called after close.
+func (c *completer) submit(b core.QueueBackend, item core.Completion, done func(error)) {
+	c.in <- completionReq{b: b, item: item, done: done}
 }
 
-// close stops the loop once every attempt has finished.
-func (c *completer) close() { c.once.Do(func() { close(c.done) }) }
+// close makes the loop write what is queued and return. Every submit must
+// have returned before close is called.
+func (c *completer) close() { c.once.Do(func() { close(c.stop) }) }
 
 func (c *completer) loop() {
+	batch := make([]completionReq, 0, c.max)
 	for {
-		var first completionReq
 		select {
-		case first = <-c.in:
-		case <-c.done:
-			// Attempts have all finished before close; drain stragglers.
+		case r := <-c.in:
+			batch = append(batch[:0], r)
+		case <-c.stop:
+			// Every attempt has handed its completion over before close:
+			// write the rest, batched like any other.
 			for {
-				select {
-				case r := <-c.in:
-					c.flush([]completionReq{r})
-				default:
+				batch = c.gather(batch[:0])
+				if len(batch) == 0 {
 					return
 				}
+				c.flush(batch)
 			}
 		}
-		batch := []completionReq{first}
-	gather:
-		for len(batch) < c.max {
-			select {
-			case r := <-c.in:
-				batch = append(batch, r)
-			default:
-				break gather
-			}
-		}
-		c.flush(batch)
+		c.flush(c.gather(batch))
 	}
 }
 
-// flush writes a batch, grouped by backend, and answers every request.
+// gather appends the requests already queued, up to max in all.
+func (c *completer) gather(batch []completionReq) []completionReq {
+	for len(batch) < c.max {
+		select {
+		case r := <-c.in:
+			batch = append(batch, r)
+		default:
+			return batch
+		}
+	}
+	return batch
+}
+
+// flush writes a batch, one call per backend, and reports every outcome.
 func (c *completer) flush(batch []completionReq) {
+	b := batch[0].b
+	same := true
+	for _, r := range batch[1:] {
+		if r.b != b {
+			same = false
+			break
+		}
+	}
+	if same {
+		c.write(b, batch)
+		return
+	}
 	for len(batch) > 0 {
 		b := batch[0].b
 		var group, rest []completionReq
@@ -83,23 +100,28 @@ func (c *completer) flush(batch []completionReq) {
 				rest = append(rest, r)
 			}
 		}
-		items := make([]core.Completion, len(group))
-		for i, r := range group {
-			items[i] = r.item
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-		errs, err := b.Complete(ctx, items)
-		cancel()
-		for i, r := range group {
-			switch {
-			case err != nil:
-				r.resp <- err
-			case i < len(errs):
-				r.resp <- errs[i]
-			default:
-				r.resp <- nil
-			}
-		}
+		c.write(b, group)
 		batch = rest
+	}
+}
+
+// write completes one backend's group in one call.
+func (c *completer) write(b core.QueueBackend, group []completionReq) {
+	items := make([]core.Completion, len(group))
+	for i, r := range group {
+		items[i] = r.item
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	errs, err := b.Complete(ctx, items)
+	cancel()
+	for i, r := range group {
+		switch {
+		case err != nil:
+			r.done(err)
+		case i < len(errs):
+			r.done(errs[i])
+		default:
+			r.done(nil)
+		}
 	}
 }

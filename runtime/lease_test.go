@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	mem "github.com/boson-go/boson/backend-mem"
 	"github.com/boson-go/boson/core"
 	boson "github.com/boson-go/boson/runtime"
 )
@@ -150,4 +151,78 @@ func TestCancelNoticedBeforeHeartbeat(t *testing.T) {
 		t.Fatal(err)
 	}
 	eventually(t, "the handler to stop", func() bool { return w.Metrics().Total.Cancelled == 1 })
+}
+
+// Many attempts that each outlive several lease periods all keep their
+// leases: the worker renews every running lease, not only the first, and
+// none is rescued away.
+func TestManyLongHandlersKeepLeases(t *testing.T) {
+	b := mem.New(mem.Options{Logger: quiet}) // the process clock: leases expire in real time
+	t.Cleanup(func() { _ = b.Close() })
+	ctx := ctxT(t)
+	c, err := boson.NewClient(b, boson.ClientOptions{Logger: quiet, PollInterval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := boson.NewWorker(b, boson.WorkerOptions{
+		Logger: quiet, Concurrency: 20, PollInterval: 10 * time.Millisecond,
+		LeaseTTL: 150 * time.Millisecond, HeartbeatInterval: 40 * time.Millisecond,
+		RescueInterval: -1, RetentionInterval: -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = boson.Register(w, addTask, func(ctx context.Context, in addIn) (addOut, error) {
+		select {
+		case <-time.After(600 * time.Millisecond): // four lease periods
+			return addOut{Sum: in.A}, nil
+		case <-ctx.Done():
+			return addOut{}, context.Cause(ctx)
+		}
+	})
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Shutdown(context.Background()) })
+	var hs []*boson.Handle[addOut]
+	for i := range 20 {
+		h, err := boson.Spawn(ctx, c, addTask, addIn{A: i})
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs = append(hs, h)
+	}
+	stop := make(chan struct{})
+	rescued := make(chan int, 1)
+	go func() { // a rescuer running all along must find no expired lease
+		n := 0
+		for {
+			select {
+			case <-stop:
+				rescued <- n
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			r, _ := b.Rescue(context.Background(), core.RescueRequest{Limit: 100})
+			n += r.Total()
+		}
+	}()
+	for i, h := range hs {
+		out, err := h.Wait(ctx)
+		if err != nil || out.Sum != i {
+			t.Fatalf("job %d: %+v %v", i, out, err)
+		}
+	}
+	close(stop)
+	if n := <-rescued; n != 0 {
+		t.Fatalf("%d leases expired and were rescued", n)
+	}
+	for _, h := range hs {
+		if j, _ := h.Snapshot(ctx); j.Attempt != 1 {
+			t.Fatalf("job %s ran %d attempts", j.ID, j.Attempt)
+		}
+	}
+	if m := w.Metrics(); m.Total.LeaseLost != 0 || m.Total.Completed != 20 {
+		t.Fatalf("metrics %+v", m.Total)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -41,6 +42,10 @@ type attempt struct {
 	lease core.Lease
 	cps   map[string][]byte // checkpoints, loaded lazily
 	lost  atomic.Bool
+
+	// Guarded by the watcher's mutex.
+	renewAt  time.Time // when the lease is next renewed
+	renewing bool      // a renewal is in flight
 }
 
 func (a *attempt) currentLease() core.Lease {
@@ -64,10 +69,36 @@ func (a *attempt) fenced(err error) error {
 	return err
 }
 
-// execute runs one claimed job from start to its final transition.
+// attemptLog returns the logger of one attempt. It is built only when a
+// message is about to be logged, so the common path allocates nothing
+// for logging.
+func (w *Worker) attemptLog(job *core.Job) *slog.Logger {
+	return w.log.With("job_id", job.ID, "task", job.Task, "queue", job.Queue, "attempt", job.Attempt)
+}
+
+// runner executes claimed jobs one after another until the claim loop
+// closes the hand-over channel. A worker runs Concurrency runners, so
+// attempts reuse goroutines (and their grown stacks) instead of starting
+// one per job.
+func (w *Worker) runner() {
+	defer w.loops.Done()
+	for cj := range w.jobs {
+		w.execute(cj.q, cj.c, cj.job)
+	}
+}
+
+// execute runs one claimed job up to its final transition. A completion
+// is handed to the completer, which writes it together with others and
+// releases the job when the store has answered; every other outcome is
+// written here.
 func (w *Worker) execute(q queueSource, c *counterSet, job core.Job) {
 	defer w.runs.Done()
-	defer w.releaseOwned()
+	async := false
+	defer func() {
+		if !async {
+			w.releaseOwned()
+		}
+	}()
 	execDone := false
 	releaseExec := func() {
 		if !execDone {
@@ -76,7 +107,6 @@ func (w *Worker) execute(q queueSource, c *counterSet, job core.Job) {
 		}
 	}
 	defer releaseExec()
-	log := w.log.With("job_id", job.ID, "task", job.Task, "queue", job.Queue, "attempt", job.Attempt)
 
 	ctx, cancel := context.WithCancelCause(w.baseCtx)
 	defer cancel(nil)
@@ -85,16 +115,12 @@ func (w *Worker) execute(q queueSource, c *counterSet, job core.Job) {
 	reg, ok := w.handlers[job.Task]
 	if !ok {
 		c.unhandled.Add(1)
-		log.Warn("boson: no handler for task")
+		w.attemptLog(&job).Warn("boson: no handler for task")
 		w.fail(a, c, fmt.Errorf("%w: %s", ErrNoHandler, job.Task), false, false)
 		return
 	}
 
-	supDone := make(chan struct{})
-	supStopped := make(chan struct{})
-	go a.supervise(supDone, supStopped)
 	w.watch.add(a)
-
 	runCtx := withAttempt(ctx, a)
 	runCtx = WithActorContext(runCtx, job.Actor)
 	var stopTimeout context.CancelFunc = func() {}
@@ -115,29 +141,22 @@ func (w *Worker) execute(q queueSource, c *counterSet, job core.Job) {
 	stopTimeout()
 	c.observe(time.Since(start))
 	w.watch.remove(a)
-	close(supDone)
-	<-supStopped
 	releaseExec() // the outcome write below overlaps the next claim
 
 	switch {
 	case a.lost.Load():
-		w.noteLost(a, c, log)
+		w.noteLost(a, c, w.attemptLog(&job))
 	case err == nil:
-		cerr := w.completer.complete(a.b, core.Completion{Lease: a.currentLease(), Result: result})
-		switch {
-		case cerr == nil:
-			c.completed.Add(1)
-			log.Debug("boson: completed")
-		case errors.Is(cerr, core.ErrLeaseLost):
-			w.noteLost(a, c, log)
-		default:
-			log.Error("boson: complete failed; the lease will expire and the job run again", "error", cerr)
-		}
+		async = true
+		w.completer.submit(a.b, core.Completion{Lease: a.currentLease(), Result: result}, func(cerr error) {
+			w.completed(a, c, cerr)
+		})
 	case err != nil && errors.Is(context.Cause(ctx), errShutdown):
 		// Shutdown cancelled the attempt: release the job without using
 		// an attempt so that another worker can take it at once.
 		wctx, done := context.WithTimeout(context.Background(), writeTimeout)
 		defer done()
+		log := w.attemptLog(&job)
 		if serr := a.b.Sleep(wctx, a.currentLease(), w.clock.Now()); serr != nil && !errors.Is(serr, core.ErrLeaseLost) {
 			log.Error("boson: release after shutdown failed; the lease will expire", "error", serr)
 		}
@@ -147,13 +166,39 @@ func (w *Worker) execute(q queueSource, c *counterSet, job core.Job) {
 		var snooze *SnoozeError
 		switch {
 		case errors.As(err, &susp):
-			w.suspend(a, c, susp.Until, log)
+			w.suspend(a, c, susp.Until, w.attemptLog(&job))
 		case errors.As(err, &snooze):
-			w.suspend(a, c, w.clock.Now().Add(snooze.Delay), log)
+			w.suspend(a, c, w.clock.Now().Add(snooze.Delay), w.attemptLog(&job))
 		default:
 			_, isPanic := err.(*PanicError)
 			w.fail(a, c, err, IsPermanent(err), isPanic)
 		}
+	}
+}
+
+// completed records the store's answer to a completion; it runs on the
+// completer's goroutine and releases the job.
+func (w *Worker) completed(a *attempt, c *counterSet, cerr error) {
+	switch {
+	case cerr == nil:
+		c.completed.Add(1)
+		if w.log.Enabled(context.Background(), slog.LevelDebug) {
+			w.attemptLog(&a.job).Debug("boson: completed")
+		}
+		w.releaseOwned()
+	case errors.Is(cerr, core.ErrLeaseLost):
+		// Telling a cancellation from a rescue reads the job: do it off
+		// the completer's goroutine. The completer's own loop counts in
+		// w.loops while it runs, so this Add cannot race with the Wait.
+		w.loops.Add(1)
+		go func() {
+			defer w.loops.Done()
+			defer w.releaseOwned()
+			w.noteLost(a, c, w.attemptLog(&a.job))
+		}()
+	default:
+		w.attemptLog(&a.job).Error("boson: complete failed; the lease will expire and the job run again", "error", cerr)
+		w.releaseOwned()
 	}
 }
 
@@ -175,46 +220,6 @@ func (w *Worker) invoke(ctx context.Context, ex *Execution) (result []byte, err 
 		ctx = rctx
 	}
 	return w.chain(ctx, ex)
-}
-
-// supervise renews the lease until done closes, and cancels the attempt
-// when the lease is lost (or cannot be renewed before it expires).
-func (a *attempt) supervise(done <-chan struct{}, stopped chan<- struct{}) {
-	defer close(stopped)
-	w := a.w
-	t := time.NewTicker(w.opts.HeartbeatInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-t.C:
-		}
-		lease := a.currentLease()
-		// The call may take up to the rest of a lease period; a slow store
-		// must not turn into a lost lease.
-		ctx, cancel := context.WithTimeout(w.baseCtx, w.opts.LeaseTTL-w.opts.HeartbeatInterval)
-		nl, err := a.b.Heartbeat(ctx, lease, w.opts.LeaseTTL)
-		cancel()
-		switch {
-		case err == nil:
-			a.mu.Lock()
-			a.lease = nl
-			a.mu.Unlock()
-		case errors.Is(err, core.ErrLeaseLost):
-			a.markLost()
-			return
-		default:
-			if w.baseCtx.Err() != nil {
-				continue
-			}
-			w.log.Warn("boson: heartbeat failed", "job_id", a.job.ID, "error", err)
-			if !w.clock.Now().Before(lease.ExpiresAt) {
-				a.markLost()
-				return
-			}
-		}
-	}
 }
 
 // noteLost counts an attempt whose lease was superseded, telling a
@@ -254,7 +259,7 @@ func (w *Worker) suspend(a *attempt, c *counterSet, until time.Time, log interfa
 // fail records a failed attempt, computing the retry time from the job's
 // retry policy.
 func (w *Worker) fail(a *attempt, c *counterSet, cause error, terminal, isPanic bool) {
-	log := w.log.With("job_id", a.job.ID, "task", a.job.Task, "queue", a.job.Queue, "attempt", a.job.Attempt)
+	log := w.attemptLog(&a.job)
 	policy := mergeRetry(a.job.Retry, w.opts.DefaultRetry)
 	retryAt := w.clock.Now().Add(Backoff(policy, a.job.Attempt))
 	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)

@@ -2,6 +2,7 @@ package boson
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -12,22 +13,30 @@ import (
 // watcher: it bounds the extra reads to one per running attempt per pause.
 const watchPause = time.Second
 
-// watcher notices, without waiting for the next heartbeat, that a running
-// job was cancelled (or otherwise left its lease): when a backend that
-// notifies signals a served queue, it reads the state of that queue's
-// running attempts, at most once per watchPause.
+// watcher keeps the running attempts of a worker. It renews their leases
+// (one goroutine for the whole worker, so an attempt that ends before its
+// first renewal costs no timer and no goroutine), and notices, without
+// waiting for the next renewal, that a running job was cancelled (or
+// otherwise left its lease): when a backend that notifies signals a served
+// queue, it reads the state of that queue's running attempts, at most once
+// per watchPause.
 type watcher struct {
+	w       *Worker
 	mu      sync.Mutex
 	running map[string]map[*attempt]struct{} // by queue
 	pending map[string]bool                  // queues signalled since the last pass
 	kick    chan struct{}
+	renews  sync.WaitGroup // renewals in flight
 }
 
-func newWatcher() *watcher {
-	return &watcher{running: map[string]map[*attempt]struct{}{}, pending: map[string]bool{}, kick: make(chan struct{}, 1)}
+func newWatcher(w *Worker) *watcher {
+	return &watcher{w: w, running: map[string]map[*attempt]struct{}{}, pending: map[string]bool{}, kick: make(chan struct{}, 1)}
 }
 
+// add starts tracking a; its first renewal is due one heartbeat interval
+// from now.
 func (wt *watcher) add(a *attempt) {
+	a.renewAt = time.Now().Add(wt.w.opts.HeartbeatInterval)
 	wt.mu.Lock()
 	defer wt.mu.Unlock()
 	m := wt.running[a.job.Queue]
@@ -38,6 +47,8 @@ func (wt *watcher) add(a *attempt) {
 	m[a] = struct{}{}
 }
 
+// remove stops tracking a. A renewal already in flight may still finish;
+// it only touches a's lease, which fencing makes harmless.
 func (wt *watcher) remove(a *attempt) {
 	wt.mu.Lock()
 	defer wt.mu.Unlock()
@@ -59,7 +70,7 @@ func (wt *watcher) signal(queue string) {
 	}
 }
 
-// loop runs passes until stop closes.
+// loop runs cancellation passes until stop closes.
 func (wt *watcher) loop(ctx context.Context, stop <-chan struct{}) {
 	pause := time.NewTimer(0)
 	defer pause.Stop()
@@ -98,10 +109,88 @@ func (wt *watcher) pass(ctx context.Context) {
 		j, err := a.b.GetJob(rctx, a.job.ID)
 		cancel()
 		if err != nil {
-			continue // the heartbeat decides
+			continue // the renewal decides
 		}
 		if j.State != core.StateRunning || j.Lease.Token != a.job.Lease.Token {
 			a.markLost()
 		}
 	}
+}
+
+// renewLoop renews the lease of every running attempt once per heartbeat
+// interval until stop closes, then waits for the renewals in flight. Each
+// renewal runs on its own goroutine, so one slow call delays no other
+// lease. Attempts due within an eighth of the interval are renewed together
+// (early), which bounds the passes to about eight per interval however
+// many attempts run.
+func (wt *watcher) renewLoop(stop <-chan struct{}) {
+	defer wt.renews.Wait()
+	hb := wt.w.opts.HeartbeatInterval
+	slack := hb / 8
+	t := time.NewTimer(hb)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		now := time.Now()
+		next := now.Add(hb)
+		var due []*attempt
+		wt.mu.Lock()
+		for _, m := range wt.running {
+			for a := range m {
+				switch {
+				case a.renewing, a.lost.Load():
+				case !a.renewAt.After(now.Add(slack)):
+					a.renewing = true
+					due = append(due, a)
+				case a.renewAt.Before(next):
+					next = a.renewAt
+				}
+			}
+		}
+		wt.mu.Unlock()
+		for _, a := range due {
+			wt.renews.Add(1)
+			go wt.renew(a)
+		}
+		t.Reset(next.Sub(now))
+	}
+}
+
+// renew extends a's lease once. A lost lease, or a lease that cannot be
+// renewed before it expires, cancels the attempt.
+func (wt *watcher) renew(a *attempt) {
+	defer wt.renews.Done()
+	w := wt.w
+	lease := a.currentLease()
+	// The call may take up to the rest of a lease period; a slow store
+	// must not turn into a lost lease.
+	ctx, cancel := context.WithTimeout(w.baseCtx, w.opts.LeaseTTL-w.opts.HeartbeatInterval)
+	nl, err := a.b.Heartbeat(ctx, lease, w.opts.LeaseTTL)
+	cancel()
+	next := time.Now().Add(w.opts.HeartbeatInterval)
+	switch {
+	case err == nil:
+		a.mu.Lock()
+		a.lease = nl
+		a.mu.Unlock()
+	case errors.Is(err, core.ErrLeaseLost):
+		a.markLost()
+	default:
+		if w.baseCtx.Err() == nil {
+			w.log.Warn("boson: heartbeat failed", "job_id", a.job.ID, "error", err)
+			if !w.clock.Now().Before(lease.ExpiresAt) {
+				a.markLost()
+			}
+			// Try again soon rather than a whole interval later.
+			next = time.Now().Add(min(w.opts.HeartbeatInterval, time.Second))
+		}
+	}
+	wt.mu.Lock()
+	a.renewing = false
+	a.renewAt = next
+	wt.mu.Unlock()
 }

@@ -48,6 +48,14 @@ type Worker struct {
 	loops      sync.WaitGroup
 	completer  *completer
 	watch      *watcher
+	jobs       chan claimedJob // claimed jobs handed to the runners
+}
+
+// claimedJob is one claimed job on its way to a runner.
+type claimedJob struct {
+	q   queueSource
+	c   *counterSet
+	job core.Job
 }
 
 type queueSource struct {
@@ -117,19 +125,30 @@ func (w *Worker) Start(ctx context.Context) error {
 			w.chain = mw(w.chain)
 		}
 	}
-	w.completer = newCompleter(w.opts.CompletionBatch)
+	// At most 2*Concurrency jobs are owned at once, so submitting a
+	// completion never waits for room.
+	w.completer = newCompleter(w.opts.CompletionBatch, 2*w.opts.Concurrency)
 	w.loops.Add(1)
 	go func() {
 		defer w.loops.Done()
 		w.completer.loop()
 	}()
-	w.watch = newWatcher()
+	w.watch = newWatcher(w)
 	wake, unsubscribe := w.subscribe()
-	w.loops.Add(1)
+	w.loops.Add(2)
 	go func() {
 		defer w.loops.Done()
 		w.watch.loop(w.baseCtx, w.stopWatch)
 	}()
+	go func() {
+		defer w.loops.Done()
+		w.watch.renewLoop(w.stopWatch)
+	}()
+	w.jobs = make(chan claimedJob, w.opts.Concurrency)
+	w.loops.Add(w.opts.Concurrency)
+	for range w.opts.Concurrency {
+		go w.runner()
+	}
 	w.claimDone = make(chan struct{})
 	go w.claimLoop(wake, unsubscribe)
 	if w.opts.RescueInterval > 0 {
@@ -179,7 +198,7 @@ func (w *Worker) Shutdown(ctx context.Context) error {
 	w.stopping = true
 	close(w.stopClaim)
 	w.mu.Unlock()
-	<-w.claimDone // no attempt starts after this
+	<-w.claimDone // nothing is claimed after this; the runners finish what was
 
 	drained := make(chan struct{})
 	go func() {
@@ -225,6 +244,7 @@ func (w *Worker) every(d time.Duration, f func()) {
 // notifications, freed slots and the poll interval.
 func (w *Worker) claimLoop(wake <-chan struct{}, unsubscribe func()) {
 	defer close(w.claimDone)
+	defer close(w.jobs) // the runners finish what they hold, then return
 	defer unsubscribe()
 
 	poll := time.NewTimer(w.opts.PollInterval)
@@ -324,7 +344,7 @@ func (w *Worker) claim(q queueSource, free int) int {
 		w.inflight.Add(1)
 		w.owned.Add(1)
 		w.runs.Add(1)
-		go w.execute(q, c, j)
+		w.jobs <- claimedJob{q: q, c: c, job: j}
 	}
 	return len(jobs)
 }
