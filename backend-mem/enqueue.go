@@ -37,7 +37,16 @@ func (b *Backend) Enqueue(ctx context.Context, reqs []core.EnqueueRequest) ([]co
 	recs := make([]jobRec, len(reqs))
 	arena := make([]byte, 0, size)
 	for i := range reqs {
-		recs[i].init(prepare(&reqs[i], &arena))
+		r := &recs[i]
+		r.init()
+		prepare(&r.job, &reqs[i], &arena)
+		if r.job.Fingerprint == "" {
+			if i > 0 && sameFingerprint(&reqs[i], &reqs[i-1]) {
+				r.job.Fingerprint = recs[i-1].job.Fingerprint
+			} else {
+				r.job.Fingerprint = fingerprint(&reqs[i])
+			}
+		}
 	}
 
 	if err := b.lock(ctx); err != nil {
@@ -124,12 +133,13 @@ func (b *Backend) Enqueue(ctx context.Context, reqs []core.EnqueueRequest) ([]co
 	return out, nil
 }
 
-// prepare turns a valid request into the job to store, as
+// prepare turns a valid request into the job to store in *j, as
 // [core.PrepareJobs] does, with its own copies of the payload (taken from
 // arena) and headers, but without id, CreatedAt and RunAt, which Enqueue
-// sets under the lock.
-func prepare(r *core.EnqueueRequest, arena *[]byte) core.Job {
-	j := core.Job{
+// sets under the lock, and leaves an empty fingerprint for the caller to
+// compute.
+func prepare(j *core.Job, r *core.EnqueueRequest, arena *[]byte) {
+	*j = core.Job{
 		Queue:          r.Queue,
 		Task:           r.Task,
 		Payload:        carve(arena, r.Payload),
@@ -149,10 +159,6 @@ func prepare(r *core.EnqueueRequest, arena *[]byte) core.Job {
 	if j.MaxAttempts == 0 {
 		j.MaxAttempts = core.DefaultMaxAttempts
 	}
-	if j.Fingerprint == "" {
-		j.Fingerprint = fingerprint(r)
-	}
-	return j
 }
 
 // checkLimits refuses a batch that would take a task over the MaxInFlight

@@ -1,6 +1,7 @@
 package mem
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -35,11 +36,7 @@ func fingerprint(r *core.EnqueueRequest) string {
 			b = putStr(b, r.Headers[k])
 		}
 	}
-	attempts := r.MaxAttempts
-	if attempts == 0 {
-		attempts = core.DefaultMaxAttempts
-	}
-	b = putInt(b, int64(attempts))
+	b = putInt(b, int64(attempts(r.MaxAttempts)))
 	b = putInt(b, int64(r.Retry.Initial))
 	b = putInt(b, int64(math.Float64bits(r.Retry.Factor)))
 	b = putInt(b, int64(r.Retry.Max))
@@ -51,4 +48,21 @@ func fingerprint(r *core.EnqueueRequest) string {
 	var out [2 * sha256.Size]byte
 	hex.Encode(out[:], sum[:])
 	return string(out[:])
+}
+
+// sameFingerprint reports whether a and b hash to the same fingerprint
+// because they agree on everything it covers, which is cheaper to check
+// than to hash: a batch often repeats one request.
+func sameFingerprint(a, b *core.EnqueueRequest) bool {
+	return a.Task == b.Task && len(a.Headers) == 0 && len(b.Headers) == 0 &&
+		attempts(a.MaxAttempts) == attempts(b.MaxAttempts) && a.Retry == b.Retry && a.Cancel == b.Cancel &&
+		bytes.Equal(a.Payload, b.Payload) && b.Fingerprint == ""
+}
+
+// attempts is the attempt budget a request's MaxAttempts stands for.
+func attempts(n int) int {
+	if n == 0 {
+		return core.DefaultMaxAttempts
+	}
+	return n
 }

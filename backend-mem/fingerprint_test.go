@@ -28,6 +28,11 @@ func TestFingerprintMatchesCore(t *testing.T) {
 		if got, want := fingerprint(&r), core.Fingerprint(r); got != want {
 			t.Errorf("request %d: fingerprint %s, core says %s", i, got, want)
 		}
+		for k, o := range reqs {
+			if sameFingerprint(&r, &o) && core.Fingerprint(r) != core.Fingerprint(o) {
+				t.Errorf("requests %d and %d: sameFingerprint, but the fingerprints differ", i, k)
+			}
+		}
 	}
 }
 
@@ -48,7 +53,11 @@ func TestPrepareMatchesCore(t *testing.T) {
 	}
 	for i := range reqs {
 		var arena []byte
-		got := prepare(&reqs[i], &arena)
+		var got core.Job
+		prepare(&got, &reqs[i], &arena)
+		if got.Fingerprint == "" {
+			got.Fingerprint = fingerprint(&reqs[i])
+		}
 		got.ID, got.CreatedAt, got.RunAt = want[i].ID, want[i].CreatedAt, want[i].RunAt
 		w := want[i]
 		if (got.Payload == nil) != (w.Payload == nil) || string(got.Payload) != string(w.Payload) ||

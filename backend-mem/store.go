@@ -36,17 +36,10 @@ type jobRec struct {
 	fifo int32
 }
 
-// init prepares a zeroed record for j.
-func (r *jobRec) init(j core.Job) {
-	r.job = j
+// init marks a new record as filed nowhere.
+func (r *jobRec) init() {
 	r.pos = noPos
 	r.fifo = -1
-}
-
-func newJobRec(j core.Job) *jobRec {
-	r := &jobRec{}
-	r.init(j)
-	return r
 }
 
 // queueState indexes the jobs of one queue.
