@@ -34,13 +34,15 @@ func (b *Backend) Cancel(ctx context.Context, jobID, reason string) (core.Job, e
 	switch {
 	case r == nil:
 		return core.Job{}, fmt.Errorf("%w: job %q", core.ErrNotFound, jobID)
-	case r.job.State == core.StateCancelled:
-		return copyJob(r.job), nil
-	case r.job.State.Terminal():
-		return core.Job{}, fmt.Errorf("%w: job %s is %s", core.ErrInvalidState, jobID, r.job.State)
+	case r.jobBody == nil: // finished
+		j := r.view().job // a copy of its own
+		if j.State == core.StateCancelled {
+			return j, nil
+		}
+		return core.Job{}, fmt.Errorf("%w: job %s is %s", core.ErrInvalidState, jobID, j.State)
 	}
 	s.cancel(r, reason, now)
-	return copyJob(r.job), nil
+	return r.copyOut(), nil
 }
 
 // Retry queues a failed or cancelled job again, due now, and returns it.
@@ -59,12 +61,14 @@ func (b *Backend) Retry(ctx context.Context, jobID string) (core.Job, error) {
 	if r == nil {
 		return core.Job{}, fmt.Errorf("%w: job %q", core.ErrNotFound, jobID)
 	}
-	old := r.job.State
+	body := r.view()
+	old := body.job.State
 	if old != core.StateFailed && old != core.StateCancelled {
 		return core.Job{}, fmt.Errorf("%w: job %s is %s; only failed or cancelled jobs can be retried",
 			core.ErrInvalidState, jobID, old)
 	}
 	s.detach(r)
+	r.jobBody, r.frozen = body, nil // thawed: active again
 	j := &r.job
 	j.State = core.StateQueued
 	j.RunAt = now

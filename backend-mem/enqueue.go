@@ -32,12 +32,14 @@ func (b *Backend) Enqueue(ctx context.Context, reqs []core.EnqueueRequest) ([]co
 		keys = keys || reqs[i].IdempotencyKey != ""
 		size += len(reqs[i].Payload)
 	}
-	// One allocation holds the records of the batch and one the backend's
-	// copies of its payloads.
+	// One allocation holds the records of the batch, one their bodies and
+	// one the backend's copies of its payloads.
 	recs := make([]jobRec, len(reqs))
+	bodies := make([]jobBody, len(reqs))
 	arena := make([]byte, 0, size)
 	for i := range reqs {
 		r := &recs[i]
+		r.jobBody = &bodies[i]
 		r.init()
 		prepare(&r.job, &reqs[i], &arena)
 		if r.job.Fingerprint == "" {
@@ -71,7 +73,8 @@ func (b *Backend) Enqueue(ctx context.Context, reqs []core.EnqueueRequest) ([]co
 			var held *core.Job
 			holder := ""
 			if r := s.idem[k]; r != nil {
-				held, holder = &r.job, "job "+r.job.ID
+				held = &r.view().job
+				holder = "job " + held.ID
 			} else if first, ok := inBatch[k]; ok {
 				held, holder = &recs[first].job, fmt.Sprintf("item %d of this batch", first)
 			}

@@ -153,6 +153,15 @@ func (h *jobHeap) peek() *jobRec {
 	return h.e[0].r
 }
 
+// peekTime returns the smallest record and the instant of its key, or nil.
+func (h *jobHeap) peekTime() (*jobRec, time.Time) {
+	if len(h.e) == 0 {
+		return nil, time.Time{}
+	}
+	k := h.e[0].k
+	return h.e[0].r, time.Unix(k.sec, int64(k.nsec)).UTC()
+}
+
 // pop removes and returns the smallest record, or nil when the heap is empty.
 func (h *jobHeap) pop() *jobRec {
 	if len(h.e) == 0 {

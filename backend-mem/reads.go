@@ -19,7 +19,7 @@ func (b *Backend) GetJob(ctx context.Context, jobID string) (core.Job, error) {
 	if err != nil {
 		return core.Job{}, err
 	}
-	return copyJob(r.job), nil
+	return r.copyOut(), nil
 }
 
 func (s *store) get(jobID string) (*jobRec, error) {
@@ -71,14 +71,22 @@ func (b *Backend) ListJobs(ctx context.Context, f core.JobFilter) (core.JobPage,
 	// full with one more match waiting (then Next is set).
 	visit := func(i int) (done bool) {
 		r := s.jobs[idx.ids[i]]
-		if r == nil || !matches(&r.job, f) {
+		if r == nil {
+			return false
+		}
+		body := r.view()
+		if !matches(&body.job, f) {
 			return false
 		}
 		if len(page.Jobs) == size {
 			page.Next = page.Jobs[size-1].ID
 			return true
 		}
-		page.Jobs = append(page.Jobs, copyJob(r.job))
+		if r.jobBody != nil {
+			page.Jobs = append(page.Jobs, copyJob(body.job))
+		} else {
+			page.Jobs = append(page.Jobs, body.job) // decoded: its own memory
+		}
 		return false
 	}
 	if f.Desc {
@@ -147,7 +155,7 @@ func (b *Backend) ListRuns(ctx context.Context, jobID string) ([]core.Run, error
 	if err != nil {
 		return nil, err
 	}
-	return slices.Clone(r.runs), nil
+	return slices.Clone(r.view().runs), nil
 }
 
 // Checkpoints returns copies of a job's checkpoints ordered by step name,
@@ -161,8 +169,9 @@ func (b *Backend) Checkpoints(ctx context.Context, jobID string) ([]core.Checkpo
 	if err != nil {
 		return nil, err
 	}
-	out := make([]core.Checkpoint, 0, len(r.checkpoints))
-	for _, c := range r.checkpoints {
+	cps := r.view().checkpoints
+	out := make([]core.Checkpoint, 0, len(cps))
+	for _, c := range cps {
 		out = append(out, copyCheckpoint(c))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Step < out[j].Step })

@@ -35,8 +35,8 @@ func (b *Backend) Cleanup(ctx context.Context, req core.CleanupRequest) (int, er
 	}
 	n := 0
 	for n < req.Limit {
-		r := h.peek()
-		if r == nil || !r.job.FinishedAt.Before(req.FinishedBefore) {
+		r, at := h.peekTime()
+		if r == nil || !at.Before(req.FinishedBefore) {
 			break
 		}
 		s.delete(r) // also removes r from h

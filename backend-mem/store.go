@@ -6,19 +6,14 @@ import (
 	"github.com/boson-go/boson/core"
 )
 
-// jobRec is the backend's record of one job: the job itself, its runs and
-// checkpoints, and its positions in the structures that index it.
+// jobRec is the backend's record of one job: its body while the job is
+// active, or the body frozen into bytes once it finished (see frozen.go),
+// and its positions in the structures that index it.
 type jobRec struct {
-	job core.Job
-	// runs usually points into runBuf: most jobs run once, and then their
-	// run costs no allocation of its own.
-	runs        []core.Run
-	runBuf      [1]core.Run
-	checkpoints map[string]core.Checkpoint
-
-	// deadline caches core.Deadline(job) while the record is in the
-	// deadline heap, so that the heap order cannot change behind its back.
-	deadline time.Time
+	// jobBody is nil while the job is frozen. Code that may meet a
+	// finished job reads it through view.
+	*jobBody
+	frozen []byte
 
 	// The indexes of the job's queue and task and the counters of its
 	// (queue, task) pair, resolved once when the job is stored.
@@ -34,6 +29,20 @@ type jobRec struct {
 	pos [nSlots]int32
 	// fifo is the position in the FIFO of the job's ready lane, or -1.
 	fifo int32
+}
+
+// jobBody is the job itself, its runs and checkpoints.
+type jobBody struct {
+	job core.Job
+	// runs usually points into runBuf: most jobs run once, and then their
+	// run costs no allocation of its own.
+	runs        []core.Run
+	runBuf      [1]core.Run
+	checkpoints map[string]core.Checkpoint
+
+	// deadline caches core.Deadline(job) while the record is in the
+	// deadline heap, so that the heap order cannot change behind its back.
+	deadline time.Time
 }
 
 // init marks a new record as filed nowhere.
@@ -94,6 +103,8 @@ type store struct {
 	held []string
 	// claimed is Claim's scratch list of the records it claimed.
 	claimed []*jobRec
+	// arena holds frozen jobs; scratch is where freeze encodes one.
+	arena, scratch []byte
 
 	// signal is called with the queue of a job that became claimable (or
 	// will at its RunAt) or finished.
@@ -200,6 +211,7 @@ func (s *store) attach(r *jobRec, old core.JobState, now time.Time) {
 		s.finished.add(r, j.FinishedAt)
 		q.finished.add(r, j.FinishedAt)
 		s.notify(j.Queue)
+		s.freeze(r)
 	}
 }
 
@@ -343,7 +355,8 @@ func (s *store) insert(r, prev *jobRec, now time.Time) {
 // delete removes a job with its runs and checkpoints, and releases its
 // idempotency key.
 func (s *store) delete(r *jobRec) {
-	j := &r.job
+	body := r.view()
+	j := &body.job
 	s.detach(r)
 	delete(s.jobs, j.ID)
 	q, t, p := r.q, r.t, r.tally
@@ -353,7 +366,7 @@ func (s *store) delete(r *jobRec) {
 	if p.total() == 0 {
 		delete(s.pairs, pairKey{j.Queue, j.Task})
 	}
-	for _, run := range r.runs {
+	for _, run := range body.runs {
 		t.runs.add(run.Status, -1)
 		t.runTime -= run.Duration()
 	}
