@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/boson-go/boson/core"
 )
@@ -35,45 +36,61 @@ func (e *Engine) ClaimSQL(ctx context.Context, q Querier, req core.ClaimRequest,
 			return nil, err
 		}
 	}
-	var pairs [][2]string
-	err := e.scanAll(ctx, q, claimPickSQL, []any{req.Queue, now, now, req.Queue, req.Limit}, func(rows Rows) error {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return err
-		}
-		pairs = append(pairs, [2]string{id, core.NewID(fromUS(now))})
-		return nil
-	})
-	if err != nil || len(pairs) == 0 {
+	jobs, err := collectJobs(q.Query(ctx, e.render(claimPickSQL), req.Queue, now, now, req.Queue, req.Limit))
+	if err != nil || len(jobs) == 0 {
 		return nil, err
+	}
+	// The pick read the rows; the update below changes them as written
+	// here, so the claim returns them without an UPDATE ... RETURNING
+	// (whose buffering cost SQLite more than this).
+	pairs := make([][2]string, len(jobs))
+	expires := now + ceilUS(req.LeaseTTL)
+	for i := range jobs {
+		j := &jobs[i]
+		pairs[i] = [2]string{j.ID, core.NewID(fromUS(now))}
+		if j.State != core.StateSleeping {
+			j.Attempt++
+		}
+		j.State = core.StateRunning
+		j.Lease = core.Lease{JobID: j.ID, WorkerID: req.WorkerID, Token: j.Lease.Token + 1, ExpiresAt: fromUS(expires)}
+		if j.FirstStartedAt.IsZero() {
+			j.FirstStartedAt = fromUS(now)
+		}
 	}
 	picked, err := json.Marshal(pairs)
 	if err != nil {
 		return nil, err
 	}
-	return collectJobs(q.Query(ctx, e.render(claimUpdateSQL+"RETURNING "+JobCols("")),
-		req.WorkerID, now+ceilUS(req.LeaseTTL), now, now, now, string(picked)))
+	n, err := q.Exec(ctx, e.render(claimUpdateSQL), req.WorkerID, expires, now, now, now, string(picked))
+	if err != nil {
+		return nil, err
+	}
+	if n != int64(len(jobs)) {
+		return nil, fmt.Errorf("claim updated %d of %d picked jobs", n, len(jobs))
+	}
+	return jobs, nil
 }
 
 // claimExpireSQL cancels the due jobs of a queue that are past their
-// cancellation deadline, unless the queue is paused; its arguments are
+// cancellation deadline (SQLite syntax), unless the queue is paused; its arguments are
 // now, queue, now (twice) and queue.
-const claimExpireSQL = `UPDATE {s}jobs SET state = 'cancelled', finished_at = ?,
+const claimExpireSQL = `UPDATE {s}jobs INDEXED BY jobs_claim_deadline SET state = 'cancelled', finished_at = ?,
 		last_error = CASE WHEN first_started_at = 0 THEN '` + ReasonMaxDelay + `' ELSE '` + ReasonMaxDuration + `' END
 		WHERE queue = ? AND state IN ('queued', 'sleeping') AND run_at <= ? AND deadline_at IS NOT NULL AND deadline_at <= ?
 			AND NOT EXISTS (SELECT 1 FROM {s}queue_configs WHERE queue = ? AND paused <> 0)`
 
-// claimPickSQL reads the ids of the first Limit due jobs of a queue in
-// claim order from the claim index, nothing when the queue is paused;
+// claimPickSQL reads the first Limit due jobs of a queue in claim order
+// from the claim index (SQLite syntax: INDEXED BY makes any other plan an
+// error), nothing when the queue is paused;
 // its arguments are queue, now (twice), queue and limit.
-const claimPickSQL = `SELECT id FROM {s}jobs WHERE queue = ? AND state IN ('queued', 'sleeping') AND run_at <= ?
+var claimPickSQL = `SELECT ` + JobCols("") + ` FROM {s}jobs INDEXED BY jobs_claim WHERE queue = ? AND state IN ('queued', 'sleeping') AND run_at <= ?
 		AND (deadline_at IS NULL OR deadline_at > ?)
 		AND NOT EXISTS (SELECT 1 FROM {s}queue_configs WHERE queue = ? AND paused <> 0)
 		ORDER BY priority, run_at, id LIMIT ?`
 
-// claimUpdateSQL marks picked jobs running; its arguments are worker,
-// lease expiry, now (three times) and a JSON array of [job id, run id]
-// pairs.
+// claimUpdateSQL marks picked jobs running (as ClaimSQL mirrors in Go);
+// its arguments are worker, lease expiry, now (three times) and a JSON
+// array of [job id, run id] pairs.
 const claimUpdateSQL = `UPDATE {s}jobs SET state = 'running',
 		attempt = CASE WHEN state = 'sleeping' THEN attempt ELSE attempt + 1 END,
 		token = token + 1, worker_id = ?, lease_expires_at = ?,

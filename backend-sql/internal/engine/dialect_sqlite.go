@@ -76,14 +76,15 @@ func (SQLite) InsertJobs(ctx context.Context, e *Engine, q Querier, jobs []core.
 // whether anything is due, so idle workers never take the write lock, and
 // whether due jobs of the queue are past a cancellation deadline, so the
 // claim runs its cancelling UPDATE only then (both answers come from
-// partial indexes). A job that passes its deadline between that read and
+// partial indexes, named so that the planner cannot walk another index
+// of the queue, whose finished jobs it would have to skip). A job that passes its deadline between that read and
 // the claim is still never claimed: the claim skips it, and the next
 // claim or Rescue cancels it.
 func (SQLite) Claim(ctx context.Context, e *Engine, req core.ClaimRequest, now any) ([]core.Job, error) {
 	t := now.(int64)
 	var due, expired bool
-	err := e.scanAll(ctx, e.st.Reader(), `SELECT EXISTS (SELECT 1 FROM {s}jobs WHERE queue = ? AND state IN ('queued', 'sleeping') AND run_at <= ?),
-		EXISTS (SELECT 1 FROM {s}jobs WHERE queue = ? AND state IN ('queued', 'sleeping') AND deadline_at IS NOT NULL AND deadline_at <= ?)`,
+	err := e.scanAll(ctx, e.st.Reader(), `SELECT EXISTS (SELECT 1 FROM {s}jobs INDEXED BY jobs_claim WHERE queue = ? AND state IN ('queued', 'sleeping') AND run_at <= ?),
+		EXISTS (SELECT 1 FROM {s}jobs INDEXED BY jobs_claim_deadline WHERE queue = ? AND state IN ('queued', 'sleeping') AND deadline_at IS NOT NULL AND deadline_at <= ?)`,
 		[]any{req.Queue, t, req.Queue, t}, func(rows Rows) error { return rows.Scan(&due, &expired) })
 	if err != nil || !due {
 		return nil, err

@@ -195,7 +195,7 @@ func (e *Engine) checkTaskLimits(ctx context.Context, q Querier, limits map[stri
 			continue
 		}
 		if l.inFlight > 0 {
-			n, err := e.count(ctx, q, "SELECT count(*) FROM {s}jobs WHERE task = ? AND state IN ('queued', 'running', 'sleeping')", task)
+			n, err := e.count(ctx, q, "SELECT count(*) FROM {s}jobs WHERE task = ? AND finished_at = 0 AND state IN ('queued', 'running', 'sleeping')", task)
 			if err != nil {
 				return err
 			}

@@ -35,7 +35,7 @@ func (e *Engine) ClaimPlan(ctx context.Context, req core.ClaimRequest, analyze b
 		t, _ := now.(int64)
 		// The pick reads the claim index; the update then finds each
 		// picked job by its primary key.
-		sqls = []string{"EXPLAIN QUERY PLAN " + e.render(claimPickSQL), "EXPLAIN QUERY PLAN " + e.render(claimUpdateSQL+"RETURNING id")}
+		sqls = []string{"EXPLAIN QUERY PLAN " + e.render(claimPickSQL), "EXPLAIN QUERY PLAN " + e.render(claimUpdateSQL)}
 		args = [][]any{{req.Queue, t, t, req.Queue, req.Limit}, {req.WorkerID, t + ceilUS(req.LeaseTTL), t, t, t, `[["x","y"]]`}}
 	}
 	var lines []string

@@ -33,3 +33,9 @@ ALTER INDEX {s}runs_v3_pkey RENAME TO runs_pkey;
 -- TaskStats and CountJobs by task read through jobs_task_created.
 DROP INDEX {s}jobs_task;
 CREATE INDEX jobs_task_active ON {s}jobs (task) WHERE state IN ('queued', 'running', 'sleeping');
+
+-- Reads of one queue (ListJobs pages by id, CountJobs) walk (queue, id).
+-- Unlike (queue, state), it holds no column that a claim or a completion
+-- changes, so SQLite leaves it alone on those updates.
+DROP INDEX {s}jobs_queue_state;
+CREATE INDEX jobs_queue ON {s}jobs (queue, id);

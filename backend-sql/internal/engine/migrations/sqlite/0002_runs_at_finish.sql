@@ -29,7 +29,16 @@ INSERT INTO {s}runs_v2 (job_id, token, id, attempt, worker_id, status, started_a
 DROP TABLE {s}runs;
 ALTER TABLE {s}runs_v2 RENAME TO runs;
 
--- The in-flight limit counts the active jobs of a task; finished jobs
--- leave this index, so a completion changes one index less.
+-- The in-flight limit counts the active jobs of a task. Active jobs have
+-- finished_at = 0 (every end sets it, a retry clears it), and the claim
+-- does not change finished_at, so the claim leaves this index alone and a
+-- completion only removes the entry; a predicate on state would make
+-- SQLite rewrite the entry on every claim.
 DROP INDEX {s}jobs_task;
-CREATE INDEX jobs_task_active ON {s}jobs (task) WHERE state IN ('queued', 'running', 'sleeping');
+CREATE INDEX jobs_task_active ON {s}jobs (task) WHERE finished_at = 0;
+
+-- Reads of one queue (ListJobs pages by id, CountJobs) walk (queue, id).
+-- Unlike (queue, state), it holds no column that a claim or a completion
+-- changes, so SQLite leaves it alone on those updates.
+DROP INDEX {s}jobs_queue_state;
+CREATE INDEX jobs_queue ON {s}jobs (queue, id);
