@@ -51,6 +51,22 @@ func (SQLite) InsertJobs(ctx context.Context, e *Engine, q Querier, jobs []core.
 				EncodeRetry(j.Retry), int64(j.Cancel.MaxDelay), int64(j.Cancel.MaxDuration), NullKey(j.IdempotencyKey),
 				j.Fingerprint, j.Actor, toUS(j.RunAt), toUS(j.CreatedAt), DeadlineUS(j))
 		}
+		keyed := false
+		for _, j := range part {
+			keyed = keyed || j.IdempotencyKey != ""
+		}
+		if !keyed {
+			// Without idempotency keys nothing can conflict but a fresh
+			// id, which is an error: every row is stored, and a plain
+			// insert spares SQLite the buffering of RETURNING.
+			if _, err := q.Exec(ctx, e.render(b.String()), args...); err != nil {
+				return nil, err
+			}
+			for _, j := range part {
+				out[j.ID] = true
+			}
+			continue
+		}
 		b.WriteString(" ON CONFLICT DO NOTHING RETURNING id")
 		rows, err := q.Query(ctx, e.render(b.String()), args...)
 		if err != nil {
