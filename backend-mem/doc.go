@@ -17,15 +17,22 @@
 // One mutex guards all state; every critical section is bounded by the
 // request, never by the number of stored jobs. With n jobs:
 //
-//   - Each queue keeps a ready heap ordered by (priority, run-at, id) and a
-//     scheduled heap of jobs whose run-at lies ahead. Claim moves due jobs
-//     from the scheduled heap to the ready heap (the clock may jump, so this
-//     happens at claim time) and pops the ready heap: O(k log n) for k jobs.
+//   - Enqueue makes ids and reads the clock under the lock, so new jobs
+//     arrive in id order and every id index and ready FIFO only appends.
+//   - Each queue keeps its due jobs in claim order, (priority, run-at, id):
+//     per priority a FIFO for jobs that arrive in that order (nearly all)
+//     and a heap for the rest; and a scheduled heap of jobs whose run-at
+//     lies ahead. Claim moves due jobs from the scheduled heap to the ready
+//     lanes (the clock may jump, so this happens at claim time) and takes
+//     the first of them: O(k) for k jobs in order, O(k log n) at worst.
 //   - Running jobs sit in a heap by lease expiry and active jobs with a
 //     cancellation deadline in a heap by deadline, so Rescue finds its work
 //     in O(k log n).
 //   - Terminal jobs sit in heaps by finish time (one global, one per queue),
-//     so Cleanup deletes the oldest in O(k log n).
+//     so Cleanup deletes the oldest in O(k log n). A terminal job is kept
+//     frozen: its job, runs and checkpoints encoded into bytes without
+//     pointers (see frozen.go), so that the garbage collector does not scan
+//     the jobs a process retains; reads decode a copy.
 //   - Every heap tracks the position of each record, so a job leaves any
 //     heap in O(log n) when it is cancelled, retried or deleted.
 //   - Idempotency keys are a map by (queue, key); each task keeps its count
@@ -35,5 +42,7 @@
 //     the cursor found by binary search.
 //
 // Returned values never share memory with the backend: payloads, headers,
-// results and checkpoint values are copied in and out.
+// results and checkpoint values are copied in and out. A batch call
+// allocates its records, and its copies of payloads, once per call rather
+// than once per job.
 package mem

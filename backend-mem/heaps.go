@@ -58,31 +58,34 @@ type hent struct {
 // cancellation deadline and the terminal jobs by finish time (also per
 // queue).
 type jobHeap struct {
-	e    []hent
+	e    chunked[hent]
 	slot int
 }
 
-func (h *jobHeap) len() int { return len(h.e) }
+func (h *jobHeap) len() int { return h.e.len() }
 
 func (h *jobHeap) set(i int, x hent) {
-	h.e[i] = x
+	*h.e.at(i) = x
 	x.r.pos[h.slot] = int32(i)
 }
 
 // add inserts r under key at. r must not be in the heap already.
-func (h *jobHeap) add(r *jobRec, at time.Time) {
-	h.e = append(h.e, hent{k: keyOf(at, r.seq), r: r})
-	h.up(len(h.e) - 1)
+func (h *jobHeap) add(r *jobRec, at time.Time) { h.push(hent{k: keyOf(at, r.seq), r: r}) }
+
+func (h *jobHeap) push(x hent) {
+	h.e.push(x)
+	h.up(h.e.len() - 1)
 }
 
 func (h *jobHeap) up(i int) {
-	x := h.e[i]
+	x := *h.e.at(i)
 	for i > 0 {
 		p := (i - 1) / 2
-		if !x.k.less(h.e[p].k) {
+		e := h.e.at(p)
+		if !x.k.less(e.k) {
 			break
 		}
-		h.set(i, h.e[p])
+		h.set(i, *e)
 		i = p
 	}
 	h.set(i, x)
@@ -90,21 +93,24 @@ func (h *jobHeap) up(i int) {
 
 // down sifts the entry at i down and reports whether it moved.
 func (h *jobHeap) down(i int) bool {
-	n := len(h.e)
-	x := h.e[i]
+	n := h.e.len()
+	x := *h.e.at(i)
 	i0 := i
 	for {
 		c := 2*i + 1
 		if c >= n {
 			break
 		}
-		if r := c + 1; r < n && h.e[r].k.less(h.e[c].k) {
-			c = r
+		e := h.e.at(c)
+		if r := c + 1; r < n {
+			if f := h.e.at(r); f.k.less(e.k) {
+				c, e = r, f
+			}
 		}
-		if !h.e[c].k.less(x.k) {
+		if !e.k.less(x.k) {
 			break
 		}
-		h.set(i, h.e[c])
+		h.set(i, *e)
 		i = c
 	}
 	h.set(i, x)
@@ -112,13 +118,12 @@ func (h *jobHeap) down(i int) bool {
 }
 
 func (h *jobHeap) removeAt(i int) *jobRec {
-	n := len(h.e) - 1
-	r := h.e[i].r
+	n := h.e.len() - 1
+	r := h.e.at(i).r
 	if i != n {
-		h.set(i, h.e[n])
+		h.set(i, *h.e.at(n))
 	}
-	h.e[n] = hent{} // let the record be collected once it is deleted
-	h.e = h.e[:n]
+	h.e.pop() // also lets the record be collected once it is deleted
 	if i != n && !h.down(i) {
 		h.up(i)
 	}
@@ -139,7 +144,7 @@ func (h *jobHeap) fix(r *jobRec, at time.Time) {
 	if i < 0 {
 		return
 	}
-	h.e[i].k = keyOf(at, r.seq)
+	h.e.at(i).k = keyOf(at, r.seq)
 	if !h.down(i) {
 		h.up(i)
 	}
@@ -147,24 +152,24 @@ func (h *jobHeap) fix(r *jobRec, at time.Time) {
 
 // peek returns the smallest record, or nil when the heap is empty.
 func (h *jobHeap) peek() *jobRec {
-	if len(h.e) == 0 {
+	if h.e.len() == 0 {
 		return nil
 	}
-	return h.e[0].r
+	return h.e.at(0).r
 }
 
 // peekTime returns the smallest record and the instant of its key, or nil.
 func (h *jobHeap) peekTime() (*jobRec, time.Time) {
-	if len(h.e) == 0 {
+	if h.e.len() == 0 {
 		return nil, time.Time{}
 	}
-	k := h.e[0].k
-	return h.e[0].r, time.Unix(k.sec, int64(k.nsec)).UTC()
+	e := h.e.at(0)
+	return e.r, time.Unix(e.k.sec, int64(e.k.nsec)).UTC()
 }
 
 // pop removes and returns the smallest record, or nil when the heap is empty.
 func (h *jobHeap) pop() *jobRec {
-	if len(h.e) == 0 {
+	if h.e.len() == 0 {
 		return nil
 	}
 	return h.removeAt(0)

@@ -2,45 +2,52 @@ package mem
 
 import "sort"
 
-// idIndex is a list of job ids in ascending order, for listings. Job ids
-// are time-ordered and made in increasing order, so inserting is almost
-// always an append. Deleted jobs stay in the list as tombstones (a listing
-// skips ids that are no longer stored) until they make up half of it, when
-// the list is compacted: deletion costs O(1) amortised.
+// idIndex is a list of job ids in ascending order, for listings, stored in
+// chunks (see chunked). Enqueue makes ids in increasing order under the
+// lock, so inserting is an append; a sorted insert remains for safety.
+// Deleted jobs stay in the list as tombstones (a listing skips ids that are
+// no longer stored) until they make up half of it, when the list is
+// compacted: deletion costs O(1) amortised.
 type idIndex struct {
-	ids  []string
+	ids  chunked[string]
 	dead int
 }
 
+func (x *idIndex) len() int { return x.ids.len() }
+
+// id returns the id at position i.
+func (x *idIndex) id(i int) string { return *x.ids.at(i) }
+
 // insert adds id in its sorted place.
 func (x *idIndex) insert(id string) {
-	n := len(x.ids)
-	if n == 0 || x.ids[n-1] < id {
-		x.ids = append(x.ids, id)
+	n := x.ids.len()
+	if n == 0 || x.id(n-1) < id {
+		x.ids.push(id)
 		return
 	}
-	// A concurrent Enqueue made its ids first but stored them second.
-	i := sort.SearchStrings(x.ids, id)
-	x.ids = append(x.ids, "")
-	copy(x.ids[i+1:], x.ids[i:])
-	x.ids[i] = id
+	i := sort.Search(n, func(i int) bool { return x.id(i) >= id })
+	x.ids.push("")
+	for k := n; k > i; k-- {
+		*x.ids.at(k) = x.id(k - 1)
+	}
+	*x.ids.at(i) = id
 }
 
 // drop records that one id of the list was deleted from jobs, and compacts
 // the list when tombstones are the majority.
 func (x *idIndex) drop(jobs map[string]*jobRec) {
 	x.dead++
-	if x.dead < 32 || x.dead*2 < len(x.ids) {
+	if x.dead < 32 || x.dead*2 < x.ids.len() {
 		return
 	}
-	live := x.ids[:0]
-	for _, id := range x.ids {
-		if _, ok := jobs[id]; ok {
-			live = append(live, id)
+	n := 0
+	for i := range x.ids.len() {
+		if id := x.id(i); jobs[id] != nil {
+			*x.ids.at(n) = id
+			n++
 		}
 	}
-	clear(x.ids[len(live):])
-	x.ids = live
+	x.ids.truncate(n)
 	x.dead = 0
 }
 
@@ -50,14 +57,14 @@ func (x *idIndex) after(cursor string) int {
 	if cursor == "" {
 		return 0
 	}
-	return sort.Search(len(x.ids), func(i int) bool { return x.ids[i] > cursor })
+	return sort.Search(x.ids.len(), func(i int) bool { return x.id(i) > cursor })
 }
 
 // before returns the position of the last id less than cursor (the last id
 // when cursor is empty), or -1.
 func (x *idIndex) before(cursor string) int {
 	if cursor == "" {
-		return len(x.ids) - 1
+		return x.ids.len() - 1
 	}
-	return sort.SearchStrings(x.ids, cursor) - 1
+	return sort.Search(x.ids.len(), func(i int) bool { return x.id(i) >= cursor }) - 1
 }

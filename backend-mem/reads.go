@@ -70,7 +70,7 @@ func (b *Backend) ListJobs(ctx context.Context, f core.JobFilter) (core.JobPage,
 	// visit handles the id at position i and reports whether the page is
 	// full with one more match waiting (then Next is set).
 	visit := func(i int) (done bool) {
-		r := s.jobs[idx.ids[i]]
+		r := s.jobs[idx.id(i)]
 		if r == nil {
 			return false
 		}
@@ -93,7 +93,7 @@ func (b *Backend) ListJobs(ctx context.Context, f core.JobFilter) (core.JobPage,
 		for i := idx.before(f.Cursor); i >= 0 && !visit(i); i-- {
 		}
 	} else {
-		for i := idx.after(f.Cursor); i < len(idx.ids) && !visit(i); i++ {
+		for i := idx.after(f.Cursor); i < idx.len() && !visit(i); i++ {
 		}
 	}
 	return page, nil

@@ -82,8 +82,7 @@ func (rq *readyQueue) add(r *jobRec) {
 		l.tail = k
 		return
 	}
-	l.heap.e = append(l.heap.e, hent{k: k, r: r})
-	l.heap.up(len(l.heap.e) - 1)
+	l.heap.push(hent{k: k, r: r})
 }
 
 // reset empties a lane's FIFO, releasing a large array.
@@ -148,7 +147,7 @@ func (l *lane) pop() *jobRec {
 		}
 		f = l.fifo[l.head]
 	}
-	if l.heap.len() > 0 && (f == nil || l.heap.e[0].k.less(keyOf(f.job.RunAt, f.seq))) {
+	if l.heap.len() > 0 && (f == nil || l.heap.e.at(0).k.less(keyOf(f.job.RunAt, f.seq))) {
 		return l.heap.pop()
 	}
 	if f == nil {
