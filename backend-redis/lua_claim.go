@@ -80,7 +80,9 @@ end
 if got > 0 then
   local x = fetch(k, claimed, true)
   for i, id in ipairs(claimed) do
-    out[#out + 1] = {id, packed(J[id]), x[i]}
+    local pk = packed(J[id])
+    P[id] = pk
+    out[#out + 1] = {id, pk, x[i]}
   end
 end
 if cancelled then wake() end

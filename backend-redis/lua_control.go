@@ -113,13 +113,13 @@ for _, id in ipairs(ids) do
     del[#del + 1] = id .. '|x'
     zrem(k.idx, 's|' .. st .. '|' .. id)
     zrem(k.idx, 'k|' .. task .. '|' .. id)
-    bump(k.cnt, task .. '|' .. st, -1)
+    bump(k.cnt, task, st, -1)
     if set(r[RIK]) and redis.call('HGET', k.idem, r[RIK]) == id then redis.call('HDEL', k.idem, r[RIK]) end
     local n = r[RRN]
     if n > 0 then
       if r[RRS] ~= 'running' then
-        bump(k.rstat, task .. '|' .. r[RRS], -1)
-        bump(k.rstat, task .. '|rt', r[RRB] - r[RRF])
+        bump(k.rstat, task, r[RRS], -1)
+        bump(k.rstat, task, 'rt', r[RRB] - r[RRF])
       end
       if n > 1 then
         local f = {}
@@ -129,8 +129,8 @@ for _, id in ipairs(ids) do
           if rv[i] then
             local _, _, _, _, s, b, fin = munpack(rv[i])
             if s ~= 'running' then
-              bump(k.rstat, task .. '|' .. s, -1)
-              bump(k.rstat, task .. '|rt', b - fin)
+              bump(k.rstat, task, s, -1)
+              bump(k.rstat, task, 'rt', b - fin)
             end
           end
         end

@@ -127,7 +127,7 @@ for i = 1, n do
     a[#a + 1] = ARGV[b+3]
     zadd(k.idx, 0, 's|queued|' .. id)
     zadd(k.idx, 0, 'k|' .. task .. '|' .. id)
-    bump(k.cnt, task .. '|queued', 1)
+    bump(k.cnt, task, 'queued', 1)
     if ik ~= '' then redis.call('HSET', k.idem, ik, id) end
     if hasdeadline(r) then setdeadline(k, id, r) end
     local rt = rateOf[g][task]
@@ -167,7 +167,7 @@ for _, id in ipairs(ids) do
     if hasdeadline(r) then zrem(k.dead, id) end
     zrem(k.idx, 's|queued|' .. id)
     zrem(k.idx, 'k|' .. task .. '|' .. id)
-    bump(k.cnt, task .. '|queued', -1)
+    bump(k.cnt, task, 'queued', -1)
     if set(r[RIK]) and redis.call('HGET', k.idem, r[RIK]) == id then redis.call('HDEL', k.idem, r[RIK]) end
     J[id] = false
     del[#del + 1] = id

@@ -40,7 +40,14 @@ local function now_us()
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
-local function fmt(n) return string.format('%.0f', n) end
+local sformat = string.format
+-- fmt formats an integer; a batch formats the same few times (now, a
+-- lease expiry) many times, so the last result is kept.
+local fmtn, fmts = nil, nil
+local function fmt(n)
+  if n ~= fmtn then fmtn, fmts = n, sformat('%.0f', n) end
+  return fmts
+end
 
 local function pad(s, w)
   if #s < w then return string.rep('0', w - #s) .. s end
@@ -62,8 +69,9 @@ local RLW, RLT, RLX, RRK, RRN, RRI, RRS, RRB, RRF, RRE, RLE, RR = 14, 15, 16, 17
 local NR = 25
 
 -- J caches the records this script read or wrote: id -> record, or false
--- when the job does not exist. JW lists the ids whose record changed.
-local J, JW, JWS = {}, {}, {}
+-- when the job does not exist. JW lists the ids whose record changed. P
+-- holds records already packed for the reply, which flush reuses.
+local J, JW, JWS, P = {}, {}, {}, {}
 
 -- chunks calls fn(i, j) over 1..n in ranges that stay within Lua's stack.
 local function chunks(n, size, fn)
@@ -131,10 +139,13 @@ local function zrem(key, m)
   if not e then e = {}; Z[key] = e; ZO[#ZO + 1] = key end
   e[m] = false
 end
-local function bump(key, field, delta)
+-- bump adds delta to the counter "<a>|<b>" of hash key.
+local function bump(key, a, b, delta)
   local e = S[key]
   if not e then e = {}; S[key] = e end
-  e[field] = (e[field] or 0) + delta
+  local f = e[a]
+  if not f then f = {}; e[a] = f end
+  f[b] = (f[b] or 0) + delta
 end
 -- bulk runs cmd on key with the arguments in list, in chunks that stay
 -- within Lua's stack.
@@ -146,10 +157,10 @@ local function flush(k)
     local a = {}
     for _, id in ipairs(JW) do
       a[#a + 1] = id
-      a[#a + 1] = packed(J[id])
+      a[#a + 1] = P[id] or packed(J[id])
     end
     bulk('HSET', k.job, a)
-    JW, JWS = {}, {}
+    JW, JWS, P = {}, {}, {}
   end
   for _, key in ipairs(ZO) do
     local add, rem = {}, {}
@@ -165,16 +176,23 @@ local function flush(k)
     if #add > 0 then bulk('ZADD', key, add) end
   end
   for key, e in pairs(S) do
-    for field, d in pairs(e) do
-      if d ~= 0 then redis.call('HINCRBY', key, field, fmt(d)) end
+    for a, f in pairs(e) do
+      for b, d in pairs(f) do
+        if d ~= 0 then redis.call('HINCRBY', key, a .. '|' .. b, fmt(d)) end
+      end
     end
   end
   Z, ZO, S = {}, {}, {}
 end
 
 -- ready members sort by priority, then due time, then id.
+local PRS = {}
+local rkt, rkts = nil, nil
 local function readykey(id, pr, ra)
-  return string.format('%04d', pr + 1000) .. '|' .. pad(fmt(ra), 18) .. '|' .. id
+  local p = PRS[pr]
+  if not p then p = sformat('%04d', pr + 1000) .. '|'; PRS[pr] = p end
+  if ra ~= rkt then rkt, rkts = ra, pad(fmt(ra), 18) .. '|' end
+  return p .. rkts .. id
 end
 
 -- place puts a queued or sleeping job that is in neither the ready nor the
@@ -202,8 +220,8 @@ local function setstate(k, id, r, new)
   local task, old = r[RT], r[RST]
   zrem(k.idx, 's|' .. old .. '|' .. id)
   zadd(k.idx, 0, 's|' .. new .. '|' .. id)
-  bump(k.cnt, task .. '|' .. old, -1)
-  bump(k.cnt, task .. '|' .. new, 1)
+  bump(k.cnt, task, old, -1)
+  bump(k.cnt, task, new, 1)
   r[RST] = new
 end
 
@@ -240,8 +258,8 @@ end
 -- closerun ends a running job's open run, the last run of its record.
 local function closerun(k, r, status, now, err)
   r[RRS], r[RRF], r[RRE] = status, now, err or ''
-  bump(k.rstat, r[RT] .. '|' .. status, 1)
-  bump(k.rstat, r[RT] .. '|rt', now - r[RRB])
+  bump(k.rstat, r[RT], status, 1)
+  bump(k.rstat, r[RT], 'rt', now - r[RRB])
 end
 
 -- finish moves a job to a terminal state, closing its open run. result,
