@@ -242,6 +242,13 @@ func (w *Worker) every(d time.Duration, f func()) {
 
 // claimLoop claims free capacity from the served queues, waking on
 // notifications, freed slots and the poll interval.
+//
+// After a claim that found work, the loop lets slots free up before it
+// claims again, for at most about as long as a claim call takes (and never
+// more than maxLinger) or until half the slots are free: against a store
+// whose calls cost a round trip or a commit, claims then come in batches
+// instead of one call per freed slot, while an idle worker still claims
+// the moment work arrives.
 func (w *Worker) claimLoop(wake <-chan struct{}, unsubscribe func()) {
 	defer close(w.claimDone)
 	defer close(w.jobs) // the runners finish what they hold, then return
@@ -249,6 +256,10 @@ func (w *Worker) claimLoop(wake <-chan struct{}, unsubscribe func()) {
 
 	poll := time.NewTimer(w.opts.PollInterval)
 	defer poll.Stop()
+	linger := time.NewTimer(time.Hour)
+	linger.Stop()
+	defer linger.Stop()
+	half := max(1, w.opts.Concurrency/2)
 	next := 0
 	for {
 		select {
@@ -257,19 +268,38 @@ func (w *Worker) claimLoop(wake <-chan struct{}, unsubscribe func()) {
 		default:
 		}
 		claimed := false
+		var took time.Duration
 		for i := 0; i < len(w.queues); i++ {
 			free := w.free()
 			if free <= 0 {
 				break
 			}
 			q := w.queues[(next+i)%len(w.queues)]
+			start := time.Now()
 			if w.claim(q, min(free, maxClaim)) > 0 {
 				claimed = true
 			}
+			took += time.Since(start)
 		}
 		next++
-		if claimed && w.free() > 0 {
-			continue // there may be more due work
+		if claimed {
+			if w.free() < half {
+				linger.Reset(min(took, maxLinger))
+			gather:
+				for w.free() < half {
+					select {
+					case <-w.stopClaim:
+						return
+					case <-w.slotFreed:
+					case <-linger.C:
+						break gather
+					}
+				}
+				linger.Stop()
+			}
+			if w.free() > 0 {
+				continue // there may be more due work
+			}
 		}
 		poll.Reset(w.opts.PollInterval)
 		select {
@@ -281,6 +311,10 @@ func (w *Worker) claimLoop(wake <-chan struct{}, unsubscribe func()) {
 		}
 	}
 }
+
+// maxLinger bounds how long the claim loop waits for slots to free up
+// before it claims again after a claim that found work.
+const maxLinger = 20 * time.Millisecond
 
 // subscribe listens to the notifications of every served queue whose
 // backend offers them, merging them into one coalescing wake channel.

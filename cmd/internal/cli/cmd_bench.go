@@ -19,6 +19,7 @@ type benchFlags struct {
 	cfg                     bench.Config
 	scenarios               string
 	svg, out, from, cpuprof string
+	memprof                 string
 	progress, noProgress    bool
 	keep, quick             bool
 }
@@ -77,6 +78,7 @@ below the one the URL names, and deletes it at the end (--keep keeps it).`,
 			fs.StringVar(&bf.out, "out", "", "also write the JSON report to `file`")
 			fs.StringVar(&bf.from, "from", "", "do not run: read JSON reports from these comma-separated `files` and print/chart them")
 			fs.StringVar(&bf.cpuprof, "cpuprofile", "", "write a CPU profile of the whole run to `file`")
+			fs.StringVar(&bf.memprof, "memprofile", "", "write a heap profile (allocations of the whole run) to `file` at the end")
 			fs.BoolVar(&bf.progress, "progress", false, "draw progress bars on stderr even when it is not a terminal")
 			fs.BoolVar(&bf.noProgress, "no-progress", false, "never draw progress bars")
 			fs.BoolVar(&bf.keep, "keep", false, "run in the store the URL names and keep the benchmark's jobs")
@@ -149,6 +151,14 @@ func runBench(ctx context.Context, c *call) error {
 				return err
 			}
 			defer func() { pprof.StopCPUProfile(); _ = pf.Close() }()
+		}
+		if f.memprof != "" {
+			defer func() {
+				if pf, err := os.Create(f.memprof); err == nil {
+					_ = pprof.Lookup("allocs").WriteTo(pf, 0)
+					_ = pf.Close()
+				}
+			}()
 		}
 		urls := c.args
 		if len(urls) == 0 {
