@@ -250,9 +250,12 @@ func (c *Client) spawn(ctx context.Context, tx any, reqs []Request) ([]Spawned, 
 		return nil, fmt.Errorf("boson: spawn: %w", err)
 	}
 	out := make([]Spawned, len(res))
+	debug := c.log.Enabled(ctx, slog.LevelDebug)
 	for i, r := range res {
 		out[i] = Spawned{Job: r.Job, Reused: r.Reused, b: backend}
-		c.log.DebugContext(ctx, "boson: spawned", "task", r.Job.Task, "job_id", r.Job.ID, "queue", r.Job.Queue, "reused", r.Reused)
+		if debug {
+			c.log.DebugContext(ctx, "boson: spawned", "task", r.Job.Task, "job_id", r.Job.ID, "queue", r.Job.Queue, "reused", r.Reused)
+		}
 	}
 	return out, nil
 }

@@ -65,8 +65,9 @@ func Register[In, Out any](w *Worker, t Task[In, Out], fn func(ctx context.Conte
 	if fn == nil {
 		return fmt.Errorf("%w: handler of %s is nil", core.ErrInvalidArgument, t.name)
 	}
+	inWhat, outWhat := "input of "+t.name, "output of "+t.name
 	exec := ExecuteFunc(func(ctx context.Context, ex *Execution) ([]byte, error) {
-		in, err := decode[In]("input of "+t.name, ex.Job.Payload)
+		in, err := decode[In](inWhat, ex.Job.Payload)
 		if err != nil {
 			return nil, Permanent(err)
 		}
@@ -74,7 +75,7 @@ func Register[In, Out any](w *Worker, t Task[In, Out], fn func(ctx context.Conte
 		if err != nil {
 			return nil, err
 		}
-		b, err := encode("output of "+t.name, out)
+		b, err := encode(outWhat, out)
 		if err != nil {
 			return nil, Permanent(err)
 		}

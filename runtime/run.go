@@ -43,6 +43,10 @@ type attempt struct {
 	cps   map[string][]byte // checkpoints, loaded lazily
 	lost  atomic.Bool
 
+	// ex is what the executor sees: a copy of job of its own, allocated
+	// with the attempt.
+	ex Execution
+
 	// Guarded by the watcher's mutex.
 	renewAt  time.Time // when the lease is next renewed
 	renewing bool      // a renewal is in flight
@@ -133,7 +137,8 @@ func (w *Worker) execute(q queueSource, c *counterSet, job core.Job) {
 	)
 	c.executions.Add(1)
 	start := time.Now()
-	result, err = w.invoke(runCtx, &Execution{Job: job, WorkerID: w.opts.ID})
+	a.ex = Execution{Job: job, WorkerID: w.opts.ID}
+	result, err = w.invoke(runCtx, &a.ex)
 	timedOut := reg.timeout > 0 && errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	if timedOut && err != nil {
 		err = fmt.Errorf("%w (%v)", context.Cause(runCtx), err)
