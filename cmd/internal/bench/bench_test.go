@@ -136,4 +136,18 @@ func TestWriteSVGAndTable(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
 	}
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"### mem",
+		"| drain | ≥ 500.0k jobs/s | 40.0k jobs/s | **no** |",
+		"| batch-noop | 10 | 50.0k | 40.0k |",
+		"Idle worker: 1.00 backend calls/s.",
+	} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
+	}
 }

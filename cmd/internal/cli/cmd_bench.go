@@ -21,6 +21,7 @@ type benchFlags struct {
 	svg, out, from, cpuprof string
 	memprof                 string
 	progress, noProgress    bool
+	markdown                bool
 	keep, quick             bool
 }
 
@@ -79,6 +80,7 @@ below the one the URL names, and deletes it at the end (--keep keeps it).`,
 			fs.StringVar(&bf.from, "from", "", "do not run: read JSON reports from these comma-separated `files` and print/chart them")
 			fs.StringVar(&bf.cpuprof, "cpuprofile", "", "write a CPU profile of the whole run to `file`")
 			fs.StringVar(&bf.memprof, "memprofile", "", "write a heap profile (allocations of the whole run) to `file` at the end")
+			fs.BoolVar(&bf.markdown, "markdown", false, "print Markdown tables (as in docs/benchmarks.md) instead of text tables")
 			fs.BoolVar(&bf.progress, "progress", false, "draw progress bars on stderr even when it is not a terminal")
 			fs.BoolVar(&bf.noProgress, "no-progress", false, "never draw progress bars")
 			fs.BoolVar(&bf.keep, "keep", false, "run in the store the URL names and keep the benchmark's jobs")
@@ -209,7 +211,11 @@ func runBench(ctx context.Context, c *call) error {
 			if i > 0 {
 				c.printf("\n")
 			}
-			if err := bench.WriteTable(c.env.Stdout, rep); err != nil {
+			write := bench.WriteTable
+			if f.markdown {
+				write = bench.WriteMarkdown
+			}
+			if err := write(c.env.Stdout, rep); err != nil {
 				return err
 			}
 		}
