@@ -34,46 +34,72 @@ const (
 )
 
 // pgEnqueue calls boson_enqueue; its rows are the position, the reused
-// flag and the stored job.
-var pgEnqueue = `SELECT r.pos, r.reused, ` + JobCols("(r.job)") + ` FROM {s}boson_enqueue(?::bigint, ?::text[], ?::text[], ?::text[],
+// flag, the store's decision time and, for a reused key, the stored job:
+// first a row at position -1 that carries only the time, then one row
+// per request that reused a stored job.
+var pgEnqueue = `SELECT r.pos, r.reused, r.now_us, ` + JobCols("(r.job)") + ` FROM {s}boson_enqueue(?::bigint, ?::text[], ?::text[], ?::text[],
 	?::bytea[], ?::text[], ?::int4[], ?::int4[], ?::text[], ?::int8[], ?::int8[], ?::text[], ?::text[], ?::text[], ?::int8[], ?::text) AS r`
 
 // EnqueueJobs implements BatchEnqueuer with one call of boson_enqueue.
 // The jobs' ids come from core.PrepareJobs; their run_at, created_at and
 // deadline are decided in the store from the engine's time argument (the
-// server's clock when it is NULL). Inside a caller's transaction the call
-// is pipelined between a SAVEPOINT and its RELEASE, still one round trip;
-// a refused batch costs a second one to roll back to the savepoint.
+// server's clock when it is NULL), which the call returns, so that the
+// stored form of every new job is built here rather than sent back.
+// Inside a caller's transaction the call is pipelined between a SAVEPOINT
+// and its RELEASE, still one round trip; a refused batch costs a second
+// one to roll back to the savepoint.
 func (Postgres) EnqueueJobs(ctx context.Context, e *Engine, q Querier, jobs []core.Job, now any, inTx bool) ([]core.EnqueueResult, []string, error) {
 	args := pgEnqueueArgs(e, jobs, now)
+	runAt := args[14].([]int64)
 	sql := e.render(pgEnqueue)
 	res := make([]core.EnqueueResult, len(jobs))
 	var queues []string
-	seen := map[string]bool{}
 	scan := func(rows pgx.Rows) error {
-		filled := 0
+		queues = queues[:0]
+		clear(res)
+		skip := make([]any, 3+len(jobColumns))
+		var pos int
+		var reused bool
+		var at int64
+		clock := false
 		for rows.Next() {
-			var pos int
-			var reused bool
-			j, err := ScanJob(rows, &pos, &reused)
+			skip[0], skip[1], skip[2] = &pos, &reused, &at
+			if err := rows.Scan(skip...); err != nil {
+				return err
+			}
+			if pos == -1 {
+				clock = true
+				continue
+			}
+			if pos < 0 || pos >= len(res) || !reused {
+				return fmt.Errorf("enqueue returned position %d (reused %v) of a batch of %d", pos, reused, len(res))
+			}
+			j, err := ScanJob(rows, &pos, &reused, &at)
 			if err != nil {
 				return err
 			}
-			if pos < 0 || pos >= len(res) {
-				return fmt.Errorf("enqueue returned position %d of a batch of %d", pos, len(res))
-			}
-			res[pos] = core.EnqueueResult{Job: j, Reused: reused}
-			filled++
-			if !reused && !seen[j.Queue] {
-				seen[j.Queue] = true
-				queues = append(queues, j.Queue)
-			}
+			res[pos] = core.EnqueueResult{Job: j, Reused: true}
 		}
 		if err := rows.Err(); err != nil {
 			return pgEnqueueError(err)
 		}
-		if filled != len(res) {
-			return fmt.Errorf("enqueue returned %d results for a batch of %d", filled, len(res))
+		if !clock {
+			return fmt.Errorf("enqueue returned no decision time")
+		}
+		seen := map[string]bool{}
+		for i, j := range jobs {
+			if res[i].Reused {
+				continue
+			}
+			// Stored as boson_enqueue stores it.
+			j = cloneJob(j)
+			j.CreatedAt = fromUS(at)
+			j.RunAt = fromUS(max(runAt[i], at))
+			res[i].Job = j
+			if !seen[j.Queue] {
+				seen[j.Queue] = true
+				queues = append(queues, j.Queue)
+			}
 		}
 		return nil
 	}
