@@ -3,6 +3,7 @@ package boson
 import (
 	"context"
 	"sync"
+	"time"
 
 	"github.com/boson-go/boson/core"
 )
@@ -18,6 +19,13 @@ type completer struct {
 	in   chan completionReq
 	stop chan struct{}
 	once sync.Once
+
+	// The writes' context, owned by the loop: one timer serves many
+	// writes, each of which still has between writeTimeout/2 and
+	// writeTimeout to finish.
+	ctx      context.Context
+	cancel   context.CancelFunc
+	deadline time.Time
 }
 
 type completionReq struct {
@@ -43,6 +51,11 @@ func (c *completer) submit(b core.QueueBackend, item core.Completion, done func(
 func (c *completer) close() { c.once.Do(func() { close(c.stop) }) }
 
 func (c *completer) loop() {
+	defer func() {
+		if c.cancel != nil {
+			c.cancel()
+		}
+	}()
 	batch := make([]completionReq, 0, c.max)
 	for {
 		select {
@@ -105,15 +118,27 @@ func (c *completer) flush(batch []completionReq) {
 	}
 }
 
+// writeContext returns a context that ends at least writeTimeout/2 from
+// now.
+func (c *completer) writeContext() context.Context {
+	now := time.Now()
+	if c.ctx == nil || c.deadline.Sub(now) < writeTimeout/2 {
+		if c.cancel != nil {
+			c.cancel()
+		}
+		c.deadline = now.Add(writeTimeout)
+		c.ctx, c.cancel = context.WithDeadline(context.Background(), c.deadline)
+	}
+	return c.ctx
+}
+
 // write completes one backend's group in one call.
 func (c *completer) write(b core.QueueBackend, group []completionReq) {
 	items := make([]core.Completion, len(group))
 	for i, r := range group {
 		items[i] = r.item
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
-	errs, err := b.Complete(ctx, items)
-	cancel()
+	errs, err := b.Complete(c.writeContext(), items)
 	for i, r := range group {
 		switch {
 		case err != nil:
