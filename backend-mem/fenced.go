@@ -17,8 +17,8 @@ import (
 
 // fence returns the record that lease still owns, or an ErrLeaseLost error.
 func (s *store) fence(lease core.Lease) (*jobRec, error) {
-	r := s.jobs[lease.JobID]
-	if r == nil || r.jobBody == nil || r.job.State != core.StateRunning || r.job.Lease.Token != lease.Token {
+	r := s.running[lease.JobID]
+	if r == nil || r.job.Lease.Token != lease.Token {
 		return nil, fmt.Errorf("%w: job %s token %d", core.ErrLeaseLost, lease.JobID, lease.Token)
 	}
 	return r, nil

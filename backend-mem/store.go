@@ -83,7 +83,10 @@ type idemKey struct{ queue, key string }
 // store is all the state of a Backend. Every method assumes the Backend's
 // mutex is held.
 type store struct {
-	jobs         map[string]*jobRec
+	jobs map[string]*jobRec
+	// running holds the running jobs by id, the only ones a lease can
+	// fence: a small map that stays in the cache, unlike jobs.
+	running      map[string]*jobRec
 	queues       map[string]*queueState
 	tasks        map[string]*taskState
 	pairs        map[pairKey]*stateCounts
@@ -117,6 +120,7 @@ type store struct {
 func newStore() *store {
 	return &store{
 		jobs:         map[string]*jobRec{},
+		running:      map[string]*jobRec{},
 		queues:       map[string]*queueState{},
 		tasks:        map[string]*taskState{},
 		pairs:        map[pairKey]*stateCounts{},
@@ -173,7 +177,10 @@ func (s *store) detach(r *jobRec) {
 	q.ready.remove(r)
 	q.scheduled.remove(r)
 	q.finished.remove(r)
-	s.leases.remove(r)
+	if r.pos[slotLease] >= 0 {
+		s.leases.remove(r)
+		delete(s.running, r.job.ID)
+	}
 	s.deadlines.remove(r)
 	s.finished.remove(r)
 }
@@ -206,6 +213,7 @@ func (s *store) attach(r *jobRec, old core.JobState, now time.Time) {
 		s.notify(j.Queue)
 	case j.State == core.StateRunning:
 		s.leases.add(r, j.Lease.ExpiresAt)
+		s.running[j.ID] = r
 		s.fileDeadline(r)
 	case j.State.Terminal():
 		s.finished.add(r, j.FinishedAt)
