@@ -3,6 +3,7 @@ package redisq
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -325,5 +326,63 @@ func TestLostJobMapIsRestored(t *testing.T) {
 	}
 	if _, err := b.GetJob(ctx, "01ARZ3NDEKTSV4RRFFQ69G5FAV"); !errors.Is(err, core.ErrNotFound) {
 		t.Fatalf("unknown job: %v", err)
+	}
+}
+
+// TestListRunningPages: running jobs are listed from the lease set, not the
+// index; pages over them, with and without a task, in both orders, visit
+// every running job once in id order.
+func TestListRunningPages(t *testing.T) {
+	ctx := context.Background()
+	clock := core.NewManualClock(time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC))
+	b := newBackend(t, standaloneClient(t), Options{Clock: clock})
+	var reqs []core.EnqueueRequest
+	for i := range 40 {
+		reqs = append(reqs, core.EnqueueRequest{Queue: "q", Task: []string{"a", "b"}[i%2]})
+	}
+	if _, err := b.Enqueue(ctx, reqs); err != nil {
+		t.Fatal(err)
+	}
+	claimed := b.mustClaim(t, "q", 25)
+	want := map[string][]string{}
+	for _, j := range claimed {
+		want[""] = append(want[""], j.ID)
+		want[j.Task] = append(want[j.Task], j.ID)
+	}
+	for _, task := range []string{"", "a", "b"} {
+		for _, desc := range []bool{false, true} {
+			for _, states := range [][]core.JobState{{core.StateRunning}, {core.StateRunning, core.StateSucceeded}} {
+				exp := slices.Clone(want[task])
+				slices.Sort(exp)
+				if desc {
+					slices.Reverse(exp)
+				}
+				var got []string
+				f := core.JobFilter{Queue: "q", Task: task, States: states, Limit: 4, Desc: desc}
+				for {
+					page, err := b.ListJobs(ctx, f)
+					if err != nil {
+						t.Fatal(err)
+					}
+					for _, j := range page.Jobs {
+						if j.State != core.StateRunning {
+							t.Fatalf("listed a %s job", j.State)
+						}
+						got = append(got, j.ID)
+					}
+					if page.Next == "" {
+						break
+					}
+					f.Cursor = page.Next
+				}
+				if !slices.Equal(got, exp) {
+					t.Fatalf("task %q desc %v states %v: listed %v, want %v", task, desc, states, got, exp)
+				}
+			}
+		}
+	}
+	counts, err := b.CountJobs(ctx, core.JobFilter{Queue: "q"})
+	if err != nil || counts[core.StateRunning] != 25 || counts[core.StateQueued] != 15 {
+		t.Fatalf("counts %v %v", counts, err)
 	}
 }

@@ -216,10 +216,11 @@ local function unschedule(k, id, r)
 end
 
 -- setstate moves a job to another state in the index and the counts.
+-- Running jobs have no index entry: the lease set holds exactly them.
 local function setstate(k, id, r, new)
   local task, old = r[RT], r[RST]
-  zrem(k.idx, 's|' .. old .. '|' .. id)
-  zadd(k.idx, 0, 's|' .. new .. '|' .. id)
+  if old ~= 'running' then zrem(k.idx, 's|' .. old .. '|' .. id) end
+  if new ~= 'running' then zadd(k.idx, 0, 's|' .. new .. '|' .. id) end
   bump(k.cnt, task, old, -1)
   bump(k.cnt, task, new, 1)
   r[RST] = new

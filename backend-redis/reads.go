@@ -64,6 +64,30 @@ func indexPrefixes(f core.JobFilter) []string {
 	return out
 }
 
+// runningPrefix is the index prefix of running jobs, which the index does
+// not hold: the lease set has exactly the running jobs of a queue.
+const runningPrefix = "s|" + string(core.StateRunning) + "|"
+
+// afterCursor sorts ids in f's order and keeps those after f.Cursor, at
+// most n of them (all when n is 0).
+func afterCursor(ids []string, f core.JobFilter, n int) []string {
+	slices.Sort(ids)
+	if f.Desc {
+		slices.Reverse(ids)
+	}
+	out := ids[:0]
+	for _, id := range ids {
+		if f.Cursor != "" && ((!f.Desc && id <= f.Cursor) || (f.Desc && id >= f.Cursor)) {
+			continue
+		}
+		out = append(out, id)
+		if n > 0 && len(out) == n {
+			break
+		}
+	}
+	return out
+}
+
 // scanFiltered returns up to want ids of one queue's jobs of task f.Task in
 // one of f.States, after f.Cursor in f's order. The index has no entry per
 // task and state (that would cost two more index writes per transition), so
@@ -78,6 +102,10 @@ func (b *Backend) scanFiltered(ctx context.Context, q string, f core.JobFilter, 
 	stateN := make([]*redis.IntCmd, len(states))
 	for i, st := range states {
 		p := "s|" + string(st) + "|"
+		if p == runningPrefix {
+			stateN[i] = pipe.ZCard(ctx, keys[kLease])
+			continue
+		}
 		stateN[i] = pipe.ZLexCount(ctx, keys[kIdx], "["+p, "("+upper(p))
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
@@ -108,11 +136,25 @@ func (b *Backend) scanPrefix(ctx context.Context, keys []string, p string, f cor
 	var out []string
 	from := f.Cursor
 	chunk := int64(max(want, 256))
+	var running []string
+	if p == runningPrefix {
+		ids, err := b.rdb.ZRange(ctx, keys[kLease], 0, -1).Result()
+		if err != nil {
+			return nil, wrap("list jobs", err)
+		}
+		running = afterCursor(ids, f, 0)
+	}
 	for {
 		r := &redis.ZRangeBy{Min: "[" + p, Max: "(" + upper(p), Count: chunk}
 		var ms []string
 		var err error
-		if f.Desc {
+		if p == runningPrefix {
+			n := min(len(running), int(chunk))
+			for _, id := range running[:n] {
+				ms = append(ms, p+id)
+			}
+			running = running[n:]
+		} else if f.Desc {
 			if from != "" {
 				r.Max = "(" + p + from
 			}
@@ -188,6 +230,7 @@ func (b *Backend) ListJobs(ctx context.Context, f core.JobFilter) (core.JobPage,
 		queue  string
 		prefix string
 		cmd    *redis.StringSliceCmd
+		lease  bool // cmd lists the lease set, in no order
 	}
 	var srcs []src
 	pipe := b.rdb.Pipeline()
@@ -207,6 +250,11 @@ func (b *Backend) ListJobs(ctx context.Context, f core.JobFilter) (core.JobPage,
 		}
 		key := b.ks.queueKeys(q)[kIdx]
 		for _, p := range indexPrefixes(f) {
+			if p == runningPrefix {
+				cmd := pipe.ZRange(ctx, b.ks.queueKeys(q)[kLease], 0, -1)
+				srcs = append(srcs, src{queue: q, cmd: cmd, lease: true})
+				continue
+			}
 			r := &redis.ZRangeBy{Min: "[" + p, Max: "(" + upper(p), Count: int64(size + 1)}
 			var cmd *redis.StringSliceCmd
 			if f.Desc {
@@ -229,6 +277,12 @@ func (b *Backend) ListJobs(ctx context.Context, f core.JobFilter) (core.JobPage,
 		}
 	}
 	for _, s := range srcs {
+		if s.lease {
+			for _, id := range afterCursor(s.cmd.Val(), f, size+1) {
+				refs = append(refs, ref{id: id, queue: s.queue})
+			}
+			continue
+		}
 		for _, m := range s.cmd.Val() {
 			refs = append(refs, ref{id: m[len(s.prefix):], queue: s.queue})
 		}
@@ -347,6 +401,10 @@ func (b *Backend) stateCounts(ctx context.Context, qs []string, task string, sta
 		key := b.ks.queueKeys(q)[kIdx]
 		for _, s := range states {
 			p := "s|" + string(s) + "|"
+			if p == runningPrefix {
+				cmds[i] = append(cmds[i], pipe.ZCard(ctx, b.ks.queueKeys(q)[kLease]))
+				continue
+			}
 			cmds[i] = append(cmds[i], pipe.ZLexCount(ctx, key, "["+p, "("+upper(p)))
 		}
 	}
