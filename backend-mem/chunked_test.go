@@ -1,6 +1,7 @@
 package mem
 
 import (
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"sort"
@@ -64,48 +65,52 @@ func TestJobHeapAcrossChunks(t *testing.T) {
 	}
 }
 
-// TestIDIndexAcrossChunks inserts ids out of order, drops most, and checks
-// the order and the cursor searches.
+// TestIDIndexAcrossChunks inserts records out of id order, deletes most,
+// and checks the order, find and the cursor searches.
 func TestIDIndexAcrossChunks(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	var x idIndex
 	jobs := map[string]*jobRec{}
-	var all []string
+	var all []*jobRec
 	for i := range 3000 {
 		id := string(rune('A'+i%26)) + string(rune('a'+rng.IntN(26))) + string(rune('0'+i%10)) + string(rune('a'+i/260))
 		if jobs[id] != nil {
 			continue
 		}
-		jobs[id] = &jobRec{}
-		all = append(all, id)
-		x.insert(id)
+		r := &jobRec{id: id}
+		jobs[id] = r
+		all = append(all, r)
+		x.insert(r)
 	}
-	for _, id := range all[:2000] {
-		delete(jobs, id)
-		x.drop(jobs)
+	for _, r := range all[:2000] {
+		delete(jobs, r.id)
+		r.deleted = true
+		x.drop()
 	}
 	var live []string
 	for i := range x.len() {
-		if jobs[x.id(i)] != nil {
-			live = append(live, x.id(i))
+		if r := x.rec(i); !r.deleted {
+			live = append(live, r.id)
 		}
 	}
-	want := slices.Sorted(func(yield func(string) bool) {
-		for id := range jobs {
-			if !yield(id) {
-				return
-			}
-		}
-	})
+	want := slices.Sorted(maps.Keys(jobs))
 	if !slices.Equal(live, want) {
 		t.Fatalf("index holds %d live ids out of order or missing, want %d", len(live), len(want))
 	}
-	for _, c := range []string{"", want[0], want[len(want)/2], "M", "zzz"} {
-		if i := x.after(c); i < x.len() && x.id(i) <= c && c != "" {
-			t.Fatalf("after(%q) = id %q", c, x.id(i))
+	for _, r := range all {
+		if got := x.find(r.id); (got != nil) != !r.deleted || got != nil && got != r {
+			t.Fatalf("find(%q) = %v, deleted %v", r.id, got, r.deleted)
 		}
-		if i := x.before(c); i >= 0 && c != "" && x.id(i) >= c {
-			t.Fatalf("before(%q) = id %q", c, x.id(i))
+	}
+	if x.find("nope") != nil || x.find("") != nil {
+		t.Fatal("find found an id never stored")
+	}
+	for _, c := range []string{"", want[0], want[len(want)/2], "M", "zzz"} {
+		if i := x.after(c); i < x.len() && x.rec(i).id <= c && c != "" {
+			t.Fatalf("after(%q) = id %q", c, x.rec(i).id)
+		}
+		if i := x.before(c); i >= 0 && c != "" && x.rec(i).id >= c {
+			t.Fatalf("before(%q) = id %q", c, x.rec(i).id)
 		}
 	}
 }

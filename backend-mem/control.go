@@ -30,7 +30,7 @@ func (b *Backend) Cancel(ctx context.Context, jobID, reason string) (core.Job, e
 	s := b.s
 	now := b.now()
 
-	r := s.jobs[jobID]
+	r := s.ids.find(jobID)
 	switch {
 	case r == nil:
 		return core.Job{}, fmt.Errorf("%w: job %q", core.ErrNotFound, jobID)
@@ -57,7 +57,7 @@ func (b *Backend) Retry(ctx context.Context, jobID string) (core.Job, error) {
 	s := b.s
 	now := b.now()
 
-	r := s.jobs[jobID]
+	r := s.ids.find(jobID)
 	if r == nil {
 		return core.Job{}, fmt.Errorf("%w: job %q", core.ErrNotFound, jobID)
 	}

@@ -38,8 +38,10 @@
 //   - Idempotency keys are a map by (queue, key); each task keeps its count
 //     of active jobs and its recent creation times for rate limits; job and
 //     run counts are kept per (queue, task) and per task as they change.
-//   - Listings walk id-ordered indexes (global, per queue, per task) from
-//     the cursor found by binary search.
+//   - Jobs are found by id in an id-ordered index of every job (binary
+//     search, O(log n)); listings walk it or the per-queue or per-task
+//     one from the cursor found by binary search. Leases are fenced
+//     through a map of the running jobs only.
 //
 // Returned values never share memory with the backend: payloads, headers,
 // results and checkpoint values are copied in and out. A batch call

@@ -2,69 +2,88 @@ package mem
 
 import "sort"
 
-// idIndex is a list of job ids in ascending order, for listings, stored in
-// chunks (see chunked). Enqueue makes ids in increasing order under the
-// lock, so inserting is an append; a sorted insert remains for safety.
-// Deleted jobs stay in the list as tombstones (a listing skips ids that are
-// no longer stored) until they make up half of it, when the list is
-// compacted: deletion costs O(1) amortised.
+// idIndex is a list of job records in ascending order of id, stored in
+// chunks (see chunked). The store keeps one of every job, which is also
+// how it finds a job by id (a binary search: growing a hash map of
+// millions of jobs cost more than all the rest of an enqueue), and one per
+// queue and per task for listings. Enqueue makes ids in increasing order
+// under the lock, so inserting is an append; a sorted insert remains for
+// safety. A deleted record stays in the list, marked, until the deleted
+// make up half of it, when the list is compacted: deletion costs O(1)
+// amortised.
 type idIndex struct {
-	ids  chunked[string]
+	recs chunked[*jobRec]
 	dead int
 }
 
-func (x *idIndex) len() int { return x.ids.len() }
+func (x *idIndex) len() int { return x.recs.len() }
 
-// id returns the id at position i.
-func (x *idIndex) id(i int) string { return *x.ids.at(i) }
+// rec returns the record at position i, which may be deleted.
+func (x *idIndex) rec(i int) *jobRec { return *x.recs.at(i) }
 
-// insert adds id in its sorted place.
-func (x *idIndex) insert(id string) {
-	n := x.ids.len()
-	if n == 0 || x.id(n-1) < id {
-		x.ids.push(id)
+// insert adds r in its sorted place.
+func (x *idIndex) insert(r *jobRec) {
+	n := x.recs.len()
+	if n == 0 || x.rec(n-1).id < r.id {
+		x.recs.push(r)
 		return
 	}
-	i := sort.Search(n, func(i int) bool { return x.id(i) >= id })
-	x.ids.push("")
+	i := x.search(r.id)
+	x.recs.push(nil)
 	for k := n; k > i; k-- {
-		*x.ids.at(k) = x.id(k - 1)
+		*x.recs.at(k) = x.rec(k - 1)
 	}
-	*x.ids.at(i) = id
+	*x.recs.at(i) = r
 }
 
-// drop records that one id of the list was deleted from jobs, and compacts
-// the list when tombstones are the majority.
-func (x *idIndex) drop(jobs map[string]*jobRec) {
+// search returns the position of the first record whose id is not less
+// than id.
+func (x *idIndex) search(id string) int {
+	return sort.Search(x.recs.len(), func(i int) bool { return x.rec(i).id >= id })
+}
+
+// find returns the stored record of id, or nil.
+func (x *idIndex) find(id string) *jobRec {
+	if i := x.search(id); i < x.recs.len() {
+		if r := x.rec(i); r.id == id && !r.deleted {
+			return r
+		}
+	}
+	return nil
+}
+
+// drop records that one record of the list was deleted, and compacts the
+// list when deleted records are the majority.
+func (x *idIndex) drop() {
 	x.dead++
-	if x.dead < 32 || x.dead*2 < x.ids.len() {
+	if x.dead < 32 || x.dead*2 < x.recs.len() {
 		return
 	}
 	n := 0
-	for i := range x.ids.len() {
-		if id := x.id(i); jobs[id] != nil {
-			*x.ids.at(n) = id
+	for i := range x.recs.len() {
+		if r := x.rec(i); !r.deleted {
+			*x.recs.at(n) = r
 			n++
 		}
 	}
-	x.ids.truncate(n)
+	x.recs.truncate(n)
 	x.dead = 0
 }
 
-// after returns the position of the first id greater than cursor (all ids
-// when cursor is empty).
+// after returns the position of the first record whose id is greater than
+// cursor (all records when cursor is empty).
 func (x *idIndex) after(cursor string) int {
 	if cursor == "" {
 		return 0
 	}
-	return sort.Search(x.ids.len(), func(i int) bool { return x.id(i) > cursor })
+	return sort.Search(x.recs.len(), func(i int) bool { return x.rec(i).id > cursor })
 }
 
-// before returns the position of the last id less than cursor (the last id
-// when cursor is empty), or -1.
+// before returns the position of the last record whose id is less than
+// cursor (the last record when cursor is empty), or -1.
 func (x *idIndex) before(cursor string) int {
 	if cursor == "" {
-		return x.ids.len() - 1
+		return x.recs.len() - 1
 	}
-	return sort.Search(x.ids.len(), func(i int) bool { return x.id(i) >= cursor }) - 1
+	return x.search(cursor) - 1
 }

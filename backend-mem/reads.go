@@ -9,7 +9,8 @@ import (
 	"github.com/boson-go/boson/core"
 )
 
-// GetJob returns a copy of one job, or [core.ErrNotFound]. Cost: O(1).
+// GetJob returns a copy of one job, or [core.ErrNotFound]. Cost: O(log n),
+// a binary search of the id index.
 func (b *Backend) GetJob(ctx context.Context, jobID string) (core.Job, error) {
 	if err := b.lock(ctx); err != nil {
 		return core.Job{}, err
@@ -23,7 +24,7 @@ func (b *Backend) GetJob(ctx context.Context, jobID string) (core.Job, error) {
 }
 
 func (s *store) get(jobID string) (*jobRec, error) {
-	r := s.jobs[jobID]
+	r := s.ids.find(jobID)
 	if r == nil {
 		return nil, fmt.Errorf("%w: job %q", core.ErrNotFound, jobID)
 	}
@@ -70,8 +71,8 @@ func (b *Backend) ListJobs(ctx context.Context, f core.JobFilter) (core.JobPage,
 	// visit handles the id at position i and reports whether the page is
 	// full with one more match waiting (then Next is set).
 	visit := func(i int) (done bool) {
-		r := s.jobs[idx.id(i)]
-		if r == nil {
+		r := idx.rec(i)
+		if r.deleted {
 			return false
 		}
 		body := r.view()

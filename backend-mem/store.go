@@ -15,6 +15,8 @@ type jobRec struct {
 	*jobBody
 	frozen []byte
 
+	id      string // the job's id, also while it is frozen
+	deleted bool   // deleted, but still in an id index until it compacts
 	// The indexes of the job's queue and task and the counters of its
 	// (queue, task) pair, resolved once when the job is stored.
 	q     *queueState
@@ -83,7 +85,6 @@ type idemKey struct{ queue, key string }
 // store is all the state of a Backend. Every method assumes the Backend's
 // mutex is held.
 type store struct {
-	jobs map[string]*jobRec
 	// running holds the running jobs by id, the only ones a lease can
 	// fence: a small map that stays in the cache, unlike jobs.
 	running      map[string]*jobRec
@@ -97,7 +98,7 @@ type store struct {
 	leases    jobHeap // running jobs by lease expiry
 	deadlines jobHeap // active jobs with a cancellation deadline, by deadline
 	finished  jobHeap // terminal jobs by finish time
-	ids       idIndex // every job by id
+	ids       idIndex // every job by id: how a job is found
 	seq       uint64  // the seq of the last stored record
 
 	// While hold is set (during one batch call), signals are collected in
@@ -119,7 +120,6 @@ type store struct {
 
 func newStore() *store {
 	return &store{
-		jobs:         map[string]*jobRec{},
 		running:      map[string]*jobRec{},
 		queues:       map[string]*queueState{},
 		tasks:        map[string]*taskState{},
@@ -341,7 +341,7 @@ func (s *store) cancel(r *jobRec, reason string, now time.Time) {
 // before, whose queue and task indexes r reuses when it names the same.
 func (s *store) insert(r, prev *jobRec, now time.Time) {
 	j := &r.job
-	s.jobs[j.ID] = r
+	r.id = j.ID
 	s.seq++
 	r.seq = s.seq
 	if prev != nil && prev.job.Queue == j.Queue && prev.job.Task == j.Task {
@@ -350,9 +350,9 @@ func (s *store) insert(r, prev *jobRec, now time.Time) {
 		r.q, r.t, r.tally = s.queue(j.Queue), s.task(j.Task), s.pair(j.Queue, j.Task)
 	}
 	q, t := r.q, r.t
-	s.ids.insert(j.ID)
-	q.ids.insert(j.ID)
-	t.ids.insert(j.ID)
+	s.ids.insert(r)
+	q.ids.insert(r)
+	t.ids.insert(r)
 	t.noteCreated(j.CreatedAt)
 	if j.IdempotencyKey != "" {
 		s.idem[idemKey{j.Queue, j.IdempotencyKey}] = r
@@ -366,7 +366,7 @@ func (s *store) delete(r *jobRec) {
 	body := r.view()
 	j := &body.job
 	s.detach(r)
-	delete(s.jobs, j.ID)
+	r.deleted = true
 	q, t, p := r.q, r.t, r.tally
 	q.counts.add(j.State, -1)
 	t.counts.add(j.State, -1)
@@ -383,7 +383,7 @@ func (s *store) delete(r *jobRec) {
 	if j.IdempotencyKey != "" && s.idem[k] == r {
 		delete(s.idem, k)
 	}
-	s.ids.drop(s.jobs)
-	q.ids.drop(s.jobs)
-	t.ids.drop(s.jobs)
+	s.ids.drop()
+	q.ids.drop()
+	t.ids.drop()
 }
