@@ -86,7 +86,7 @@ type idemKey struct{ queue, key string }
 // mutex is held.
 type store struct {
 	// running holds the running jobs by id, the only ones a lease can
-	// fence: a small map that stays in the cache, unlike jobs.
+	// fence: a small map that stays in the cache.
 	running      map[string]*jobRec
 	queues       map[string]*queueState
 	tasks        map[string]*taskState
