@@ -28,6 +28,7 @@ func (s *store) freeze(r *jobRec) {
 		s.arena = make([]byte, 0, max(arenaChunk, len(s.scratch)))
 	}
 	r.frozen = carve(&s.arena, s.scratch)
+	r.final = int8(stateIndex(r.job.State))
 	r.jobBody = nil
 }
 

@@ -50,20 +50,25 @@ func (b *Backend) ListJobs(ctx context.Context, f core.JobFilter) (core.JobPage,
 	defer b.mu.Unlock()
 	s := b.s
 
+	// A filter on a queue or task that has no index has no jobs.
+	var fq *queueState
+	var ft *taskState
+	if f.Queue != "" {
+		if fq = s.queues[f.Queue]; fq == nil {
+			return core.JobPage{}, nil
+		}
+	}
+	if f.Task != "" {
+		if ft = s.tasks[f.Task]; ft == nil {
+			return core.JobPage{}, nil
+		}
+	}
 	idx := &s.ids
 	switch {
-	case f.Queue != "":
-		q, ok := s.queues[f.Queue]
-		if !ok {
-			return core.JobPage{}, nil
-		}
-		idx = &q.ids
-	case f.Task != "":
-		t, ok := s.tasks[f.Task]
-		if !ok {
-			return core.JobPage{}, nil
-		}
-		idx = &t.ids
+	case fq != nil:
+		idx = &fq.ids
+	case ft != nil:
+		idx = &ft.ids
 	}
 
 	size := f.PageSize()
@@ -75,19 +80,18 @@ func (b *Backend) ListJobs(ctx context.Context, f core.JobFilter) (core.JobPage,
 		if r.deleted {
 			return false
 		}
-		body := r.view()
-		if !matches(&body.job, f) {
+		// A frozen job matches on what its record knows, and is decoded
+		// only when it goes on the page.
+		if r.jobBody != nil && !matches(&r.job, f) ||
+			r.jobBody == nil && !((fq == nil || r.q == fq) && (ft == nil || r.t == ft) &&
+				(len(f.States) == 0 || hasState(f.States, core.AllStates[r.final]))) {
 			return false
 		}
 		if len(page.Jobs) == size {
 			page.Next = page.Jobs[size-1].ID
 			return true
 		}
-		if r.jobBody != nil {
-			page.Jobs = append(page.Jobs, copyJob(body.job))
-		} else {
-			page.Jobs = append(page.Jobs, body.job) // decoded: its own memory
-		}
+		page.Jobs = append(page.Jobs, r.copyOut())
 		return false
 	}
 	if f.Desc {

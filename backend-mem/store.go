@@ -17,6 +17,7 @@ type jobRec struct {
 
 	id      string // the job's id, also while it is frozen
 	deleted bool   // deleted, but still in an id index until it compacts
+	final   int8   // while frozen, the state, as an index of core.AllStates
 	// The indexes of the job's queue and task and the counters of its
 	// (queue, task) pair, resolved once when the job is stored.
 	q     *queueState
