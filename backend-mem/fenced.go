@@ -70,7 +70,7 @@ func (b *Backend) Complete(ctx context.Context, items []core.Completion) ([]erro
 		return nil, err
 	}
 	errs := make([]error, len(items))
-	results := make([][]byte, len(items))
+	var results [][]byte // allocated only when some item has a result
 	for i, it := range items {
 		if err := core.ValidateLease(it.Lease); err != nil {
 			errs[i] = err
@@ -80,7 +80,12 @@ func (b *Backend) Complete(ctx context.Context, items []core.Completion) ([]erro
 			errs[i] = err
 			continue
 		}
-		results[i] = bytes.Clone(it.Result)
+		if it.Result != nil {
+			if results == nil {
+				results = make([][]byte, len(items))
+			}
+			results[i] = bytes.Clone(it.Result)
+		}
 	}
 
 	if err := b.lock(ctx); err != nil {
@@ -101,7 +106,9 @@ func (b *Backend) Complete(ctx context.Context, items []core.Completion) ([]erro
 			errs[i] = err
 			continue
 		}
-		r.job.Result = results[i]
+		if results != nil {
+			r.job.Result = results[i]
+		}
 		s.finish(r, core.StateSucceeded, core.RunSucceeded, "", now)
 	}
 	return errs, nil
