@@ -58,8 +58,9 @@ func coldField(id string) string { return id + "|x" }
 var errMsgpack = errors.New("redisq: malformed msgpack record")
 
 // unpackValues decodes a concatenation of msgpack values as cmsgpack writes
-// them: nil, booleans, integers, floats and strings. Strings come back as
-// string, integers as int64, floats as float64.
+// them: nil, booleans, integers, floats and strings, and arrays of them,
+// whose items it returns in line (a record is one array). Strings come back
+// as string, integers as int64, floats as float64.
 func unpackValues(b []byte, want int) ([]any, error) {
 	out := make([]any, 0, want)
 	for len(b) > 0 {
@@ -75,6 +76,18 @@ func unpackValues(b []byte, want int) ([]any, error) {
 			continue
 		case c >= 0xa0 && c <= 0xbf:
 			n = int(c & 0x1f)
+		case c >= 0x90 && c <= 0x9f:
+			continue // an array header: its items follow, read as a sequence
+		case c == 0xdc || c == 0xdd:
+			size := 2
+			if c == 0xdd {
+				size = 4
+			}
+			if len(b) < size {
+				return nil, errMsgpack
+			}
+			b = b[size:]
+			continue
 		case c == 0xc0:
 			out = append(out, nil)
 			continue
