@@ -1,7 +1,9 @@
 package mem
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"math"
 	"slices"
 	"time"
@@ -21,15 +23,35 @@ import (
 // freeze encodes r's body into frozen bytes kept in s's arena and drops
 // the body.
 func (s *store) freeze(r *jobRec) {
-	s.scratch = encodeBody(s.scratch[:0], r.jobBody)
-	if cap(s.arena)-len(s.arena) < len(s.scratch) {
+	if bound := sizeBound(r.jobBody); cap(s.arena)-len(s.arena) < bound {
 		// A new chunk: chunks fill in finish order, which is about the order
 		// in which Cleanup deletes, so old chunks are released whole.
-		s.arena = make([]byte, 0, max(arenaChunk, len(s.scratch)))
+		s.arena = make([]byte, 0, max(arenaChunk, bound))
 	}
-	r.frozen = carve(&s.arena, s.scratch)
+	n := len(s.arena)
+	s.arena = encodeBody(s.arena, r.jobBody) // fits: no reallocation
+	r.frozen = s.arena[n:len(s.arena):len(s.arena)]
 	r.final = int8(stateIndex(r.job.State))
 	r.jobBody = nil
+}
+
+// sizeBound is at least the size of body's encoding.
+func sizeBound(b *jobBody) int {
+	j := &b.job
+	n := 48*binary.MaxVarintLen64 + len(j.ID) + len(j.Queue) + len(j.Task) + len(j.Payload) +
+		len(j.State) + len(j.IdempotencyKey) + len(j.Fingerprint) + len(j.Actor) + len(j.Result) +
+		len(j.LastError) + len(j.Lease.JobID) + len(j.Lease.WorkerID)
+	for k, v := range j.Headers {
+		n += 2*binary.MaxVarintLen64 + len(k) + len(v)
+	}
+	for i := range b.runs {
+		r := &b.runs[i]
+		n += 12*binary.MaxVarintLen64 + len(r.ID) + len(r.JobID) + len(r.WorkerID) + len(r.Status) + len(r.Error)
+	}
+	for _, c := range b.checkpoints {
+		n += 6*binary.MaxVarintLen64 + len(c.JobID) + len(c.Step) + len(c.Value)
+	}
+	return n
 }
 
 // arenaChunk is the size of the allocations that hold frozen jobs.
@@ -59,8 +81,41 @@ func (r *jobRec) copyOut() core.Job {
 
 type enc struct{ b []byte }
 
-func (e *enc) int(v int64)   { e.b = binary.AppendVarint(e.b, v) }
-func (e *enc) str(s string)  { e.b = append(binary.AppendUvarint(e.b, uint64(len(s))), s...) }
+func (e *enc) int(v int64)  { e.b = binary.AppendVarint(e.b, v) }
+func (e *enc) str(s string) { e.b = append(binary.AppendUvarint(e.b, uint64(len(s))), s...) }
+
+// ref writes s, which usually equals id, as a reference to id when it
+// does.
+func (e *enc) ref(s, id string) {
+	if s == id && s != "" {
+		e.b = append(e.b, 0)
+		return
+	}
+	e.b = append(binary.AppendUvarint(e.b, uint64(len(s))+1), s...)
+}
+
+// fingerprint writes a fingerprint made by core.Fingerprint (64 lowercase
+// hex digits) as its 32 bytes, and any other as a string.
+func (e *enc) fingerprint(s string) {
+	if len(s) == 2*sha256.Size && lowerHex(s) {
+		var raw [sha256.Size]byte
+		if _, err := hex.Decode(raw[:], []byte(s)); err == nil {
+			e.b = append(append(e.b, 0), raw[:]...)
+			return
+		}
+	}
+	e.b = append(binary.AppendUvarint(e.b, uint64(len(s))+1), s...)
+}
+
+func lowerHex(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 func (e *enc) f64(v float64) { e.b = binary.AppendUvarint(e.b, math.Float64bits(v)) }
 
 func (e *enc) bytes(p []byte) {
@@ -107,7 +162,7 @@ func encodeBody(b []byte, body *jobBody) []byte {
 	e.int(int64(j.Cancel.MaxDelay))
 	e.int(int64(j.Cancel.MaxDuration))
 	e.str(j.IdempotencyKey)
-	e.str(j.Fingerprint)
+	e.fingerprint(j.Fingerprint)
 	e.str(j.Actor)
 	e.time(j.RunAt)
 	e.time(j.CreatedAt)
@@ -115,7 +170,7 @@ func encodeBody(b []byte, body *jobBody) []byte {
 	e.time(j.FinishedAt)
 	e.bytes(j.Result)
 	e.str(j.LastError)
-	e.str(j.Lease.JobID)
+	e.ref(j.Lease.JobID, j.ID)
 	e.str(j.Lease.WorkerID)
 	e.int(j.Lease.Token)
 	e.time(j.Lease.ExpiresAt)
@@ -124,7 +179,7 @@ func encodeBody(b []byte, body *jobBody) []byte {
 	for i := range body.runs {
 		r := &body.runs[i]
 		e.str(r.ID)
-		e.str(r.JobID)
+		e.ref(r.JobID, j.ID)
 		e.int(int64(r.Attempt))
 		e.str(r.WorkerID)
 		e.int(r.Token)
@@ -138,7 +193,7 @@ func encodeBody(b []byte, body *jobBody) []byte {
 	} else {
 		e.int(int64(len(body.checkpoints)))
 		for _, c := range body.checkpoints {
-			e.str(c.JobID)
+			e.ref(c.JobID, j.ID)
 			e.str(c.Step)
 			e.bytes(c.Value)
 			e.time(c.CreatedAt)
@@ -165,6 +220,28 @@ func (d *dec) str() string {
 	n := d.uint()
 	s := string(d.b[:n])
 	d.b = d.b[n:]
+	return s
+}
+
+func (d *dec) ref(id string) string {
+	n := d.uint()
+	if n == 0 {
+		return id
+	}
+	s := string(d.b[:n-1])
+	d.b = d.b[n-1:]
+	return s
+}
+
+func (d *dec) fingerprint() string {
+	n := d.uint()
+	if n == 0 {
+		s := hex.EncodeToString(d.b[:sha256.Size])
+		d.b = d.b[sha256.Size:]
+		return s
+	}
+	s := string(d.b[:n-1])
+	d.b = d.b[n-1:]
 	return s
 }
 
@@ -239,7 +316,7 @@ func decodeBody(b []byte) *jobBody {
 	j.Cancel.MaxDelay = time.Duration(d.int())
 	j.Cancel.MaxDuration = time.Duration(d.int())
 	j.IdempotencyKey = d.str()
-	j.Fingerprint = d.str()
+	j.Fingerprint = d.fingerprint()
 	j.Actor = d.str()
 	j.RunAt = d.time()
 	j.CreatedAt = d.time()
@@ -247,7 +324,7 @@ func decodeBody(b []byte) *jobBody {
 	j.FinishedAt = d.time()
 	j.Result = d.bytes()
 	j.LastError = d.str()
-	j.Lease.JobID = d.str()
+	j.Lease.JobID = d.ref(j.ID)
 	j.Lease.WorkerID = d.str()
 	j.Lease.Token = d.int()
 	j.Lease.ExpiresAt = d.time()
@@ -257,7 +334,7 @@ func decodeBody(b []byte) *jobBody {
 		for i := range body.runs {
 			r := &body.runs[i]
 			r.ID = d.str()
-			r.JobID = d.str()
+			r.JobID = d.ref(j.ID)
 			r.Attempt = int(d.int())
 			r.WorkerID = d.str()
 			r.Token = d.int()
@@ -271,7 +348,7 @@ func decodeBody(b []byte) *jobBody {
 		body.checkpoints = make(map[string]core.Checkpoint, n)
 		for range n {
 			var c core.Checkpoint
-			c.JobID = d.str()
+			c.JobID = d.ref(j.ID)
 			c.Step = d.str()
 			c.Value = d.bytes()
 			c.CreatedAt = d.time()

@@ -2,6 +2,7 @@ package mem
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,8 +36,21 @@ func TestFrozenRoundTrip(t *testing.T) {
 	empty := &jobBody{job: core.Job{ID: "x", Payload: []byte{}, Headers: map[string]string{}, Result: []byte{}},
 		checkpoints: map[string]core.Checkpoint{}}
 	bare := &jobBody{job: core.Job{ID: "y", State: core.StateSucceeded, RunAt: time.Unix(0, 0).UTC()}}
-	for i, b := range []*jobBody{full, empty, bare} {
-		got := decodeBody(encodeBody(nil, b))
+	// The usual case: ids repeated, a fingerprint made by core.
+	id := core.NewID(at)
+	usual := &jobBody{
+		job: core.Job{ID: id, Queue: "q", Task: "t", State: core.StateSucceeded, Fingerprint: core.Fingerprint(core.EnqueueRequest{Task: "t"}),
+			Lease: core.Lease{JobID: id, WorkerID: "w", Token: 1, ExpiresAt: at}},
+		runs:        []core.Run{{ID: core.NewID(at), JobID: id, Attempt: 1, WorkerID: "w", Token: 1, Status: core.RunSucceeded, StartedAt: at, FinishedAt: at}},
+		checkpoints: map[string]core.Checkpoint{"s": {JobID: id, Step: "s", Value: []byte("v"), CreatedAt: at}},
+	}
+	upper := &jobBody{job: core.Job{ID: "z", Fingerprint: strings.ToUpper(usual.job.Fingerprint)}}
+	for i, b := range []*jobBody{full, empty, bare, usual, upper} {
+		enc := encodeBody(nil, b)
+		if len(enc) > sizeBound(b) {
+			t.Errorf("body %d: encoded in %d bytes, bound %d", i, len(enc), sizeBound(b))
+		}
+		got := decodeBody(enc)
 		if !reflect.DeepEqual(got.job, b.job) {
 			t.Errorf("body %d: job %+v, want %+v", i, got.job, b.job)
 		}

@@ -108,8 +108,8 @@ type store struct {
 	held []string
 	// claimed is Claim's scratch list of the records it claimed.
 	claimed []*jobRec
-	// arena holds frozen jobs; scratch is where freeze encodes one.
-	arena, scratch []byte
+	// arena holds frozen jobs.
+	arena []byte
 
 	// signal is called with the queue of a job that became claimable (or
 	// will at its RunAt) or finished.
