@@ -26,30 +26,41 @@
 // default limit is 10,000) pause every other client for their duration.
 //
 // Every key a script touches is passed in KEYS; none is built inside a
-// script. That is why the jobs of a queue are not one hash per job but one
-// hash per queue with a field per job attribute ("<id>|<attribute>"): the
-// claim script finds job ids in the ready set and must still touch only
-// keys it was given.
+// script. That is why the jobs of a queue are not one key per job but
+// fields of one hash per queue: the claim script finds job ids in the ready
+// set and must still touch only keys it was given.
 //
 // # Key layout
 //
 // All keys of one queue share the hash tag {prefix:queue}, so every script,
 // which works on one queue, stays within one Cluster slot:
 //
-//	{p:q}:job    hash      "<id>|<attr>" -> value for every job of the queue
+//	{p:q}:job    hash      "<id>" -> record, "<id>|x" -> cold attributes, for every job of the queue
 //	{p:q}:ready  zset lex  "<priority+1000, 4 digits>|<due µs, 18 digits>|<id>": due now
 //	{p:q}:sched  zset      id by due time: scheduled, retrying or sleeping, not yet due
-//	{p:q}:lease  zset      id of a running job by lease expiry
+//	{p:q}:lease  zset      id of a running job by lease expiry (exactly the running jobs)
 //	{p:q}:dead   zset      id of an unfinished job by its cancellation deadline
 //	{p:q}:done   zset      id of a terminal job by finish time
-//	{p:q}:idx    zset lex  "a|<id>", "s|<state>|<id>", "k|<task>|<id>", "t|<task>|<state>|<id>"
+//	{p:q}:idx    zset lex  "s|<state>|<id>" for every state but running, "k|<task>|<id>"
 //	{p:q}:idem   hash      idempotency key -> id
-//	{p:q}:rate   zset lex  "<task>|<created µs>|<id>" of the last second
-//	{p:q}:run    hash      "<id>|n" run count, "<id>|<n>|<attr>" run records
+//	{p:q}:rate   zset lex  "<task>|<created µs>|<first id>|<count>": one per enqueue call and task
+//	{p:q}:run    hash      "<id>|<n>" -> run record, for every run but a job's latest
 //	{p:q}:cp     hash      "<id>|<step>|v" value, "<id>|<step>|c" time
 //	{p:q}:cpx    zset lex  "<id>|<step>"
 //	{p:q}:conf   hash      paused, retention, cleanup_limit
 //	{p:q}:rstat  hash      "<task>|<run status>" counts of finished runs, "<task>|rt" run time µs
+//	{p:q}:cnt    hash      "<task>|<state>" job counts
+//
+// A job's record is a msgpack array (cmsgpack in the scripts, decode.go in
+// Go) of everything transitions read or change: task, state, priority,
+// attempts, times, cancellation policy, idempotency key, fingerprint, lease,
+// ready member, run count, its latest run, last error and result. Its cold
+// attributes (payload, headers, retry policy, actor) are packed by the
+// client at enqueue and never rewritten. A script reads all records of a
+// batch with one HMGET, writes them back with one HSET and sends its index
+// changes as one ZADD and one ZREM per key, so a batch costs a handful of
+// commands however many jobs it holds. A run moves from the record to the run hash
+// only when the job's next run starts.
 //
 // Keys that span queues share the tag {prefix}: {p}:queues (the set of
 // queues), {p}:tasks (task configs as JSON) and {p}:jobq (job id -> queue).
@@ -66,7 +77,8 @@
 // jobs past a cancellation deadline are cancelled on the way and do not
 // count. Times are integer microseconds. The clock is the server's TIME
 // unless Options.Clock is set; then the time is passed to each script.
-// The fencing token is the job's "lt" attribute and grows by one per claim.
+// The fencing token is the lease token of the job's record and grows by
+// one per claim.
 //
 // # Finding a job by id
 //

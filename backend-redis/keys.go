@@ -12,16 +12,16 @@ type keyspace struct {
 func (ks keyspace) queueKeys(queue string) []string {
 	t := "{" + ks.prefix + ":" + queue + "}:"
 	return []string{
-		t + "job",   // hash: "<id>|<field>" -> value, every job of the queue
+		t + "job",   // hash: "<id>" -> record, "<id>|x" -> cold attributes, every job of the queue
 		t + "ready", // lex zset: "<priority+1000>|<due µs>|<id>", claimable now
 		t + "sched", // zset: id scored by due time, not yet due
-		t + "lease", // zset: id of a running job scored by lease expiry
+		t + "lease", // zset: id of a running job scored by lease expiry (exactly the running jobs)
 		t + "dead",  // zset: id scored by its cancellation deadline
 		t + "done",  // zset: id of a terminal job scored by finish time
-		t + "idx",   // lex zset: "s|<state>|<id>" and "k|<task>|<id>", listing and counting
+		t + "idx",   // lex zset: "s|<state>|<id>" (not running) and "k|<task>|<id>", listing and counting
 		t + "idem",  // hash: idempotency key -> id
-		t + "rate",  // lex zset: "<task>|<created µs>|<id>" of the last second
-		t + "run",   // hash: "<id>|n" and "<id>|<n>|<field>" run records
+		t + "rate",  // lex zset: "<task>|<created µs>|<first id>|<count>" per enqueue call, last second
+		t + "run",   // hash: "<id>|<n>" -> run record, every run but a job's latest (in its record)
 		t + "cp",    // hash: "<id>|<step>|v" and "|c" checkpoint values and times
 		t + "cpx",   // lex zset: "<id>|<step>" checkpoint index
 		t + "conf",  // hash: queue config
