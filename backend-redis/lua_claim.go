@@ -24,7 +24,7 @@ if #due > 0 then
     local r = J[id]
     if r and (r[RST] == 'queued' or r[RST] == 'sleeping') and r[RRK] == '' then
       local m = readykey(id, r[RPR], r[RRA])
-      zadd(k.ready, 0, m)
+      zadd(k.ready, '0', m)
       r[RRK] = m
       put(id, r)
     end

@@ -125,8 +125,8 @@ for i = 1, n do
     a[#a + 1] = packed(r)
     a[#a + 1] = id .. '|x'
     a[#a + 1] = ARGV[b+3]
-    zadd(k.idx, 0, 's|queued|' .. id)
-    zadd(k.idx, 0, 'k|' .. task .. '|' .. id)
+    zadd(k.idx, '0', 's|queued|' .. id)
+    zadd(k.idx, '0', 'k|' .. task .. '|' .. id)
     bump(k.cnt, task, 'queued', 1)
     if ik ~= '' then redis.call('HSET', k.idem, ik, id) end
     if hasdeadline(r) then setdeadline(k, id, r) end
@@ -139,7 +139,7 @@ for g = 1, ng do
   local k = groups[g].k
   bulk('HSET', k.job, rec[g])
   for task, rt in pairs(rateOf[g]) do
-    zadd(k.rate, 0, task .. '|' .. pad(nows, 18) .. '|' .. rt[1] .. '|' .. rt[2])
+    zadd(k.rate, '0', task .. '|' .. pad(nows, 18) .. '|' .. rt[1] .. '|' .. rt[2])
   end
   if g > 1 then flush(k) end
 end

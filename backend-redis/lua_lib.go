@@ -203,7 +203,7 @@ end
 local function place(k, id, r, now)
   if r[RRA] <= now then
     local m = readykey(id, r[RPR], r[RRA])
-    zadd(k.ready, 0, m)
+    zadd(k.ready, '0', m)
     r[RRK] = m
   else
     zadd(k.sched, fmt(r[RRA]), id)
@@ -222,7 +222,7 @@ end
 local function setstate(k, id, r, new)
   local task, old = r[RT], r[RST]
   if old ~= 'running' then zrem(k.idx, 's|' .. old .. '|' .. id) end
-  if new ~= 'running' then zadd(k.idx, 0, 's|' .. new .. '|' .. id) end
+  if new ~= 'running' then zadd(k.idx, '0', 's|' .. new .. '|' .. id) end
   bump(k.cnt, task, old, -1)
   bump(k.cnt, task, new, 1)
   r[RST] = new
