@@ -5,8 +5,11 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/boson-go/boson/core"
 )
 
 // TestJobHeapAcrossChunks fills a heap over several chunks, removes
@@ -66,14 +69,30 @@ func TestJobHeapAcrossChunks(t *testing.T) {
 }
 
 // TestIDIndexAcrossChunks inserts records out of id order, deletes most,
-// and checks the order, find and the cursor searches.
+// and checks the order, find and the cursor searches, on an index that
+// keeps keys and one that does not.
 func TestIDIndexAcrossChunks(t *testing.T) {
+	for _, keyed := range []bool{false, true} {
+		testIDIndex(t, keyed)
+	}
+}
+
+func testIDIndex(t *testing.T, keyed bool) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	var x idIndex
+	x := idIndex{keyed: keyed}
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	var made []string
+	for range 3000 {
+		made = append(made, core.NewID(at.Add(time.Duration(rng.IntN(5))*time.Millisecond)))
+	}
+	rng.Shuffle(len(made), func(i, k int) { made[i], made[k] = made[k], made[i] })
 	jobs := map[string]*jobRec{}
 	var all []*jobRec
 	for i := range 3000 {
-		id := string(rune('A'+i%26)) + string(rune('a'+rng.IntN(26))) + string(rune('0'+i%10)) + string(rune('a'+i/260))
+		id := made[i]
+		if !keyed {
+			id = string(rune('A'+i%26)) + string(rune('a'+rng.IntN(26))) + string(rune('0'+i%10)) + string(rune('a'+i/260))
+		}
 		if jobs[id] != nil {
 			continue
 		}
@@ -102,15 +121,44 @@ func TestIDIndexAcrossChunks(t *testing.T) {
 			t.Fatalf("find(%q) = %v, deleted %v", r.id, got, r.deleted)
 		}
 	}
-	if x.find("nope") != nil || x.find("") != nil {
+	if x.find("nope") != nil || x.find("") != nil || x.find(strings.ToLower(want[0])) != nil {
 		t.Fatal("find found an id never stored")
 	}
-	for _, c := range []string{"", want[0], want[len(want)/2], "M", "zzz"} {
+	for _, c := range []string{"", want[0], want[len(want)/2], "M", "zzz", "01KJ"} {
 		if i := x.after(c); i < x.len() && x.rec(i).id <= c && c != "" {
 			t.Fatalf("after(%q) = id %q", c, x.rec(i).id)
 		}
 		if i := x.before(c); i >= 0 && c != "" && x.rec(i).id >= c {
 			t.Fatalf("before(%q) = id %q", c, x.rec(i).id)
+		}
+	}
+}
+
+// TestParseIDOrder holds parseID to the order of the ids core.NewID makes
+// and to rejecting every other spelling.
+func TestParseIDOrder(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	prev, _ := parseID(core.NewID(at))
+	for i := range 5000 {
+		id := core.NewID(at.Add(time.Duration(i%3) * time.Millisecond))
+		k, ok := parseID(id)
+		if !ok {
+			t.Fatalf("parseID(%q) failed", id)
+		}
+		if !prev.less(k) {
+			t.Fatalf("key of %s is not above the key of the id before", id)
+		}
+		prev = k
+	}
+	a, b := core.NewID(at), core.NewID(at.Add(time.Hour))
+	ka, _ := parseID(a)
+	kb, _ := parseID(b)
+	if !ka.less(kb) || kb.less(ka) {
+		t.Fatalf("keys of %s < %s do not compare so", a, b)
+	}
+	for _, bad := range []string{"", "0", strings.ToLower(a), "8" + a[1:], a[:25] + "U", a + "0"} {
+		if _, ok := parseID(bad); ok {
+			t.Errorf("parseID(%q) accepted it", bad)
 		}
 	}
 }

@@ -1,6 +1,10 @@
 package mem
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/boson-go/boson/core"
+)
 
 // idIndex is a list of job records in ascending order of id, stored in
 // chunks (see chunked). The store keeps one of every job, which is also
@@ -14,6 +18,49 @@ import "sort"
 type idIndex struct {
 	recs chunked[*jobRec]
 	dead int
+	// The store's index of every job also keeps the ids as numbers (see
+	// idKey), beside the records, so that find searches an array without
+	// pointers instead of following one to a record and one to its id at
+	// every step: several times faster in a store of a million jobs.
+	keyed   bool
+	unkeyed bool // an id did not parse: find falls back to the strings
+	keys    chunked[idKey]
+}
+
+// idKey is an id of core.NewID read as the 128-bit number its 26 base-32
+// digits spell: ids compare as their keys do.
+type idKey struct{ hi, lo uint64 }
+
+func (a idKey) less(b idKey) bool { return a.hi < b.hi || a.hi == b.hi && a.lo < b.lo }
+
+// crockfordDigit maps the digits of core.NewID's alphabet to their values
+// and every other byte to -1.
+var crockfordDigit = func() (d [256]int8) {
+	for i := range d {
+		d[i] = -1
+	}
+	for i, c := range "0123456789ABCDEFGHJKMNPQRSTVWXYZ" {
+		d[c] = int8(i)
+	}
+	return d
+}()
+
+// parseID returns the key of id, and false when id is not spelled as
+// core.NewID spells ids (then no stored id equals it).
+func parseID(id string) (idKey, bool) {
+	if len(id) != core.IDLength || crockfordDigit[id[0]] > 7 {
+		return idKey{}, false // 26 digits hold 130 bits; ids use 128
+	}
+	var k idKey
+	for i := 0; i < len(id); i++ {
+		v := crockfordDigit[id[i]]
+		if v < 0 {
+			return idKey{}, false
+		}
+		k.hi = k.hi<<5 | k.lo>>59
+		k.lo = k.lo<<5 | uint64(v)
+	}
+	return k, true
 }
 
 func (x *idIndex) len() int { return x.recs.len() }
@@ -23,9 +70,19 @@ func (x *idIndex) rec(i int) *jobRec { return *x.recs.at(i) }
 
 // insert adds r in its sorted place.
 func (x *idIndex) insert(r *jobRec) {
+	var key idKey
+	if x.keyed && !x.unkeyed {
+		var ok bool
+		if key, ok = parseID(r.id); !ok {
+			x.unkeyed = true
+		}
+	}
 	n := x.recs.len()
 	if n == 0 || x.rec(n-1).id < r.id {
 		x.recs.push(r)
+		if x.keyed {
+			x.keys.push(key)
+		}
 		return
 	}
 	i := x.search(r.id)
@@ -34,6 +91,13 @@ func (x *idIndex) insert(r *jobRec) {
 		*x.recs.at(k) = x.rec(k - 1)
 	}
 	*x.recs.at(i) = r
+	if x.keyed {
+		x.keys.push(idKey{})
+		for k := n; k > i; k-- {
+			*x.keys.at(k) = *x.keys.at(k - 1)
+		}
+		*x.keys.at(i) = key
+	}
 }
 
 // search returns the position of the first record whose id is not less
@@ -44,7 +108,17 @@ func (x *idIndex) search(id string) int {
 
 // find returns the stored record of id, or nil.
 func (x *idIndex) find(id string) *jobRec {
-	if i := x.search(id); i < x.recs.len() {
+	i := 0
+	if x.keyed && !x.unkeyed {
+		key, ok := parseID(id)
+		if !ok {
+			return nil
+		}
+		i = sort.Search(x.keys.len(), func(i int) bool { return !x.keys.at(i).less(key) })
+	} else {
+		i = x.search(id)
+	}
+	if i < x.recs.len() {
 		if r := x.rec(i); r.id == id && !r.deleted {
 			return r
 		}
@@ -63,10 +137,16 @@ func (x *idIndex) drop() {
 	for i := range x.recs.len() {
 		if r := x.rec(i); !r.deleted {
 			*x.recs.at(n) = r
+			if x.keyed {
+				*x.keys.at(n) = *x.keys.at(i)
+			}
 			n++
 		}
 	}
 	x.recs.truncate(n)
+	if x.keyed {
+		x.keys.truncate(n)
+	}
 	x.dead = 0
 }
 

@@ -131,6 +131,7 @@ func newStore() *store {
 		leases:       jobHeap{slot: slotLease},
 		deadlines:    jobHeap{slot: slotDeadline},
 		finished:     jobHeap{slot: slotFin},
+		ids:          idIndex{keyed: true},
 		signal:       func(string) {},
 	}
 }
