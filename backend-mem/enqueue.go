@@ -46,7 +46,7 @@ func (b *Backend) Enqueue(ctx context.Context, reqs []core.EnqueueRequest) ([]co
 			if i > 0 && sameFingerprint(&reqs[i], &reqs[i-1]) {
 				r.job.Fingerprint = recs[i-1].job.Fingerprint
 			} else {
-				r.job.Fingerprint = fingerprint(&reqs[i])
+				r.job.Fingerprint = core.Fingerprint(reqs[i])
 			}
 		}
 	}
@@ -142,26 +142,9 @@ func (b *Backend) Enqueue(ctx context.Context, reqs []core.EnqueueRequest) ([]co
 // sets under the lock, and leaves an empty fingerprint for the caller to
 // compute.
 func prepare(j *core.Job, r *core.EnqueueRequest, arena *[]byte) {
-	*j = core.Job{
-		Queue:          r.Queue,
-		Task:           r.Task,
-		Payload:        carve(arena, r.Payload),
-		Headers:        maps.Clone(r.Headers),
-		Priority:       r.Priority,
-		State:          core.StateQueued,
-		MaxAttempts:    r.MaxAttempts,
-		Retry:          r.Retry,
-		Cancel:         r.Cancel,
-		IdempotencyKey: r.IdempotencyKey,
-		Fingerprint:    r.Fingerprint,
-		Actor:          r.Actor,
-	}
-	if j.Queue == "" {
-		j.Queue = core.DefaultQueue
-	}
-	if j.MaxAttempts == 0 {
-		j.MaxAttempts = core.DefaultMaxAttempts
-	}
+	*j = core.RequestJob(r)
+	j.Payload = carve(arena, r.Payload)
+	j.Headers = maps.Clone(r.Headers)
 }
 
 // checkLimits refuses a batch that would take a task over the MaxInFlight

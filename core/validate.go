@@ -5,7 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"math"
-	"sort"
+	"slices"
 	"time"
 	"unicode/utf8"
 )
@@ -246,40 +246,74 @@ func TruncateError(s string) string {
 // policy. Queue, priority, run-at and actor do not take part. The defaults
 // are applied first, so an omitted MaxAttempts and an explicit default match.
 func Fingerprint(r EnqueueRequest) string {
-	h := sha256.New()
-	var buf [8]byte
-	writeInt := func(v int64) {
-		binary.BigEndian.PutUint64(buf[:], uint64(v))
-		h.Write(buf[:])
-	}
-	writeBytes := func(b []byte) {
-		writeInt(int64(len(b)))
-		h.Write(b)
-	}
-	writeBytes([]byte(r.Task))
-	writeBytes(r.Payload)
-	keys := make([]string, 0, len(r.Headers))
-	for k := range r.Headers {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	writeInt(int64(len(keys)))
-	for _, k := range keys {
-		writeBytes([]byte(k))
-		writeBytes([]byte(r.Headers[k]))
+	// The hashed bytes are laid out in one buffer (on the stack for a
+	// small request) and hashed at once: no allocation but the result.
+	var stack [512]byte
+	b := stack[:0]
+	putInt := func(b []byte, v int64) []byte { return binary.BigEndian.AppendUint64(b, uint64(v)) }
+	putStr := func(b []byte, s string) []byte { return append(putInt(b, int64(len(s))), s...) }
+
+	b = putStr(b, r.Task)
+	b = putInt(b, int64(len(r.Payload)))
+	b = append(b, r.Payload...)
+	b = putInt(b, int64(len(r.Headers)))
+	if len(r.Headers) > 0 {
+		keys := make([]string, 0, len(r.Headers))
+		for k := range r.Headers {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			b = putStr(b, k)
+			b = putStr(b, r.Headers[k])
+		}
 	}
 	attempts := r.MaxAttempts
 	if attempts == 0 {
 		attempts = DefaultMaxAttempts
 	}
-	writeInt(int64(attempts))
-	writeInt(int64(r.Retry.Initial))
-	writeInt(int64(math.Float64bits(r.Retry.Factor)))
-	writeInt(int64(r.Retry.Max))
-	writeInt(int64(math.Float64bits(r.Retry.Jitter)))
-	writeInt(int64(r.Cancel.MaxDelay))
-	writeInt(int64(r.Cancel.MaxDuration))
-	return hex.EncodeToString(h.Sum(nil))
+	b = putInt(b, int64(attempts))
+	b = putInt(b, int64(r.Retry.Initial))
+	b = putInt(b, int64(math.Float64bits(r.Retry.Factor)))
+	b = putInt(b, int64(r.Retry.Max))
+	b = putInt(b, int64(math.Float64bits(r.Retry.Jitter)))
+	b = putInt(b, int64(r.Cancel.MaxDelay))
+	b = putInt(b, int64(r.Cancel.MaxDuration))
+
+	sum := sha256.Sum256(b)
+	var out [2 * sha256.Size]byte
+	hex.Encode(out[:], sum[:])
+	return string(out[:])
+}
+
+// RequestJob returns the job that a valid request r stands for, before it
+// is stored: defaults applied (queue, attempt budget), state queued, and the
+// request's own fields, sharing r's payload and headers. It sets no id, no
+// times and no fingerprint beyond r's own: [PrepareJobs] adds them, and a
+// backend that stamps ids and times itself (under its own lock, say)
+// starts from here.
+func RequestJob(r *EnqueueRequest) Job {
+	j := Job{
+		Queue:          r.Queue,
+		Task:           r.Task,
+		Payload:        r.Payload,
+		Headers:        r.Headers,
+		Priority:       r.Priority,
+		State:          StateQueued,
+		MaxAttempts:    r.MaxAttempts,
+		Retry:          r.Retry,
+		Cancel:         r.Cancel,
+		IdempotencyKey: r.IdempotencyKey,
+		Fingerprint:    r.Fingerprint,
+		Actor:          r.Actor,
+	}
+	if j.Queue == "" {
+		j.Queue = DefaultQueue
+	}
+	if j.MaxAttempts == 0 {
+		j.MaxAttempts = DefaultMaxAttempts
+	}
+	return j
 }
 
 // PrepareJobs validates a batch of enqueue requests and turns them into the
@@ -299,29 +333,9 @@ func PrepareJobs(reqs []EnqueueRequest, now time.Time, l Limits) ([]Job, error) 
 		if err := ValidateRequest(r, l); err != nil {
 			return nil, &BatchError{Index: i, Err: err}
 		}
-		j := Job{
-			ID:             NewID(now),
-			Queue:          r.Queue,
-			Task:           r.Task,
-			Payload:        r.Payload,
-			Headers:        r.Headers,
-			Priority:       r.Priority,
-			State:          StateQueued,
-			MaxAttempts:    r.MaxAttempts,
-			Retry:          r.Retry,
-			Cancel:         r.Cancel,
-			IdempotencyKey: r.IdempotencyKey,
-			Fingerprint:    r.Fingerprint,
-			Actor:          r.Actor,
-			RunAt:          now,
-			CreatedAt:      now,
-		}
-		if j.Queue == "" {
-			j.Queue = DefaultQueue
-		}
-		if j.MaxAttempts == 0 {
-			j.MaxAttempts = DefaultMaxAttempts
-		}
+		j := RequestJob(&r)
+		j.ID = NewID(now)
+		j.RunAt, j.CreatedAt = now, now
 		if j.Fingerprint == "" {
 			j.Fingerprint = Fingerprint(r)
 		}
