@@ -34,14 +34,7 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 		if r.Scenario == "idle" {
 			continue
 		}
-		jobs := fmt.Sprint(r.Jobs)
-		if r.Backlog > 0 {
-			jobs = fmt.Sprintf("%d of %d", r.Jobs, r.Backlog)
-		}
-		check := "ok"
-		if len(r.Problems) > 0 {
-			check = "**FAILED**"
-		}
+		jobs, check := jobsCell(r), checkCell(r, "**FAILED**")
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s / %s / %s | %s / %s / %s | %.2f | %s | %.0f | %s / %s | %s |\n",
 			r.Scenario, jobs, rateCell(r.SpawnPerSec), rateCell(r.DrainPerSec),
 			latCell(r.ToStart.P50, r.ToStart.N), latCell(r.ToStart.P90, r.ToStart.N), latCell(r.ToStart.P99, r.ToStart.N),

@@ -21,14 +21,7 @@ func WriteTable(w io.Writer, rep *Report) error {
 		if r.Scenario == "idle" {
 			continue
 		}
-		jobs := fmt.Sprint(r.Jobs)
-		if r.Backlog > 0 {
-			jobs = fmt.Sprintf("%d of %d", r.Jobs, r.Backlog)
-		}
-		check := "ok"
-		if len(r.Problems) > 0 {
-			check = "FAILED"
-		}
+		jobs, check := jobsCell(r), checkCell(r, "FAILED")
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%s\t%.0f\t%s\t%s\t%s\t\n",
 			r.Scenario, jobs, rateCell(r.SpawnPerSec), rateCell(r.DrainPerSec),
 			latCell(r.ToStart.P50, r.ToStart.N), latCell(r.ToStart.P90, r.ToStart.N), latCell(r.ToStart.P99, r.ToStart.N),
@@ -110,4 +103,20 @@ func cpuPerJob(r Result) string {
 		return "-"
 	}
 	return fmt.Sprintf("%.0f", r.CPUSeconds*1e6/float64(r.Jobs))
+}
+
+// jobsCell is how many jobs a scenario timed, and from what backlog.
+func jobsCell(r Result) string {
+	if r.Backlog > 0 {
+		return fmt.Sprintf("%d of %d", r.Jobs, r.Backlog)
+	}
+	return fmt.Sprint(r.Jobs)
+}
+
+// checkCell is the self-check's verdict: "ok", else failed.
+func checkCell(r Result, failed string) string {
+	if len(r.Problems) > 0 {
+		return failed
+	}
+	return "ok"
 }
