@@ -178,6 +178,32 @@ func appendPackedString(b []byte, s string) []byte {
 	return append(b, s...)
 }
 
+// appendPackedInt appends n as the shortest msgpack integer, as cmsgpack
+// writes it.
+func appendPackedInt(b []byte, n int64) []byte {
+	switch {
+	case n >= 0 && n <= 0x7f:
+		return append(b, byte(n))
+	case n < 0 && n >= -32:
+		return append(b, byte(int8(n)))
+	case n >= 0 && n <= math.MaxUint8:
+		return append(b, 0xcc, byte(n))
+	case n >= 0 && n <= math.MaxUint16:
+		return append(b, 0xcd, byte(n>>8), byte(n))
+	case n >= 0 && n <= math.MaxUint32:
+		return append(b, 0xce, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+	case n >= 0:
+		return binary.BigEndian.AppendUint64(append(b, 0xcf), uint64(n))
+	case n >= math.MinInt8:
+		return append(b, 0xd0, byte(int8(n)))
+	case n >= math.MinInt16:
+		return binary.BigEndian.AppendUint16(append(b, 0xd1), uint16(int16(n)))
+	case n >= math.MinInt32:
+		return binary.BigEndian.AppendUint32(append(b, 0xd2), uint32(int32(n)))
+	}
+	return binary.BigEndian.AppendUint64(append(b, 0xd3), uint64(n))
+}
+
 // packCold packs a job's cold attributes in the order of the c* positions.
 func packCold(payload []byte, headers, retry, actor string) string {
 	b := make([]byte, 0, len(payload)+len(headers)+len(retry)+len(actor)+20)

@@ -132,8 +132,13 @@ func (b *Backend) Enqueue(ctx context.Context, reqs []core.EnqueueRequest) ([]co
 		if j.RunAt.After(goNow) {
 			ra = micros(j.RunAt)
 		}
-		return []any{gi, j.ID, j.Task, packCold(j.Payload, headers, retry, j.Actor), j.Priority, j.MaxAttempts,
-			int64(j.Cancel.MaxDelay), int64(j.Cancel.MaxDuration), j.IdempotencyKey, j.Fingerprint, ra}
+		dl := "0"
+		if j.Cancel.MaxDelay > 0 {
+			dl = strconv.FormatInt(durMicros(j.Cancel.MaxDelay), 10)
+		}
+		head, mid := packRecordParts(j)
+		return []any{gi, j.ID, j.Task, packCold(j.Payload, headers, retry, j.Actor), head, mid, ra,
+			j.IdempotencyKey, j.Fingerprint, dl, readyPrefix(j.Priority)}
 	}
 	// buildArgs lays out the ARGV of one script call over groups gs.
 	buildArgs := func(gs []*enqueueGroup, checkOnly bool, elsewhere func(task string, own []*enqueueGroup) (int64, int64)) ([]string, []any) {
@@ -421,4 +426,35 @@ func rateCount(members []string) int64 {
 		}
 	}
 	return n
+}
+
+// packRecordParts packs a new job's record (see the R* positions in luaLib)
+// but for its run at, creation time and ready member, which the enqueue
+// script fills in from its clock: head holds the values before the run at,
+// mid those between the creation time and the ready member; the values
+// after it are the same for every new job (TAIL in luaEnqueue).
+func packRecordParts(j core.Job) (head, mid string) {
+	b := make([]byte, 0, 64+len(j.Task)+len(j.IdempotencyKey)+len(j.Fingerprint))
+	b = append(b, 0xdc, 0, recordLen)
+	b = appendPackedString(b, j.Task)
+	b = appendPackedString(b, string(core.StateQueued))
+	b = appendPackedInt(b, int64(j.Priority))
+	b = appendPackedInt(b, 0)
+	b = appendPackedInt(b, int64(j.MaxAttempts))
+	n := len(b)
+	b = appendPackedInt(b, 0) // first started
+	b = appendPackedInt(b, 0) // finished
+	b = appendPackedString(b, strconv.FormatInt(int64(j.Cancel.MaxDelay), 10))
+	b = appendPackedString(b, strconv.FormatInt(int64(j.Cancel.MaxDuration), 10))
+	b = appendPackedString(b, j.IdempotencyKey)
+	b = appendPackedString(b, j.Fingerprint)
+	b = appendPackedString(b, "") // lease worker
+	b = appendPackedInt(b, 0)     // lease token
+	b = appendPackedInt(b, 0)     // lease expiry
+	return string(b[:n]), string(b[n:])
+}
+
+// readyPrefix is the start of a ready member, "<priority+1000>|" (4 digits).
+func readyPrefix(priority int) string {
+	return fmt.Sprintf("%04d|", priority+1000)
 }

@@ -5,7 +5,14 @@ package redisq
 //
 // ARGV: now, (unused channel), checkOnly, nGroups, then per group: channel;
 // nTasks, then per task: task, maxInFlight, maxPerSecond, otherInFlight,
-// otherRecent; nItems, then per item the values itemArgs in Enqueue lists.
+// otherRecent; nItems, then per item the values itemArgs in Enqueue lists:
+// group, id, task, cold attributes, record head, record middle, run at (µs,
+// "0" for now), idempotency key, fingerprint, deadline offset (µs after
+// creation, "0" for none) and ready-member prefix ("<priority+1000>|").
+//
+// The client packs every record (see packRecordParts) but the three values
+// that depend on the script's clock, so the script only splices strings and
+// sends one bulk command per key; it never builds or packs a record table.
 //
 // It checks every item first (idempotency keys, then limits) and writes only
 // when all pass, so the batch is stored whole or not at all. It returns
@@ -43,10 +50,10 @@ local reuse = {}
 local fresh = {}
 for i = 1, n do
   local b = first + (i - 1) * W
-  local task, ik = ARGV[b+2], ARGV[b+8]
+  local task, ik = ARGV[b+2], ARGV[b+7]
   if ik ~= '' then
     local g = ARGV[b]
-    local fp = ARGV[b+9]
+    local fp = ARGV[b+8]
     local sk = g .. '|' .. ik
     local s = seen[sk]
     if not s then
@@ -96,11 +103,19 @@ for task, c in pairs(fresh) do
 end
 if checkOnly then return {'ok', nows} end
 
--- pass 2: write
+-- pass 2: write. The client packed each record but for its run at, its
+-- creation time and its ready member, which depend on the script's clock:
+-- record = head .. runAt .. created .. mid .. readyMember .. TAIL.
 local out = {'ok', nows}
-local rec = {}   -- per group: HSET arguments
+local T = mpack(now)
+local nowp = pad(nows, 18) .. '|'
+local TAIL = '\0\160\160\0\0\160\160\160'
+local RKH = {}
+local rec, ready, sched, idx, dead, idem, cnt = {}, {}, {}, {}, {}, {}, {}
 local rateOf = {} -- per group and task: {first id, count}
-for g = 1, ng do rec[g] = {}; rateOf[g] = {} end
+for g = 1, ng do
+  rec[g], ready[g], sched[g], idx[g], dead[g], idem[g], cnt[g], rateOf[g] = {}, {}, {}, {}, {}, {}, {}, {}
+end
 for task, _ in pairs(fresh) do
   for g = 1, ng do
     redis.call('ZREMRANGEBYLEX', groups[g].k.rate, '[' .. task .. '|', '(' .. task .. '|' .. los)
@@ -112,24 +127,48 @@ for i = 1, n do
   else
     local b = first + (i - 1) * W
     local g = tonumber(ARGV[b])
-    local grp = groups[g]
-    local k, id, task, ik = grp.k, ARGV[b+1], ARGV[b+2], ARGV[b+8]
-    local ra = tonumber(ARGV[b+10])
-    if ra < now then ra = now end
-    local r = {task, 'queued', tonumber(ARGV[b+4]), 0, tonumber(ARGV[b+5]), ra, now, 0, 0,
-      ARGV[b+6], ARGV[b+7], ik, ARGV[b+9], '', 0, 0, '', 0, '', '', 0, 0, '', '', ''}
-    place(k, id, r, now)
-    if r[RRK] ~= '' then grp.due = true end
+    local id, task, ik, ras = ARGV[b+1], ARGV[b+2], ARGV[b+7], ARGV[b+6]
     local a = rec[g]
-    a[#a + 1] = id
-    a[#a + 1] = packed(r)
-    a[#a + 1] = id .. '|x'
-    a[#a + 1] = ARGV[b+3]
-    zadd(k.idx, '0', 's|queued|' .. id)
-    zadd(k.idx, '0', 'k|' .. task .. '|' .. id)
-    bump(k.cnt, task, 'queued', 1)
-    if ik ~= '' then redis.call('HSET', k.idem, ik, id) end
-    if hasdeadline(r) then setdeadline(k, id, r) end
+    local na = #a
+    a[na + 1] = id
+    a[na + 3] = id .. '|x'
+    a[na + 4] = ARGV[b+3]
+    if ras == '0' or tonumber(ras) <= now then
+      local m = ARGV[b+10] .. nowp .. id
+      local h = RKH[#m]
+      if not h then
+        if #m < 32 then h = string.char(160 + #m) else h = string.sub(mpack(m), 1, -#m - 1) end
+        RKH[#m] = h
+      end
+      a[na + 2] = ARGV[b+4] .. T .. T .. ARGV[b+5] .. h .. m .. TAIL
+      local r = ready[g]
+      r[#r + 1] = '0'
+      r[#r + 1] = m
+      groups[g].due = true
+    else
+      a[na + 2] = ARGV[b+4] .. mpack(tonumber(ras)) .. T .. ARGV[b+5] .. '\160' .. TAIL
+      local s = sched[g]
+      s[#s + 1] = ras
+      s[#s + 1] = id
+    end
+    local x = idx[g]
+    local nx = #x
+    x[nx + 1] = '0'
+    x[nx + 2] = 's|queued|' .. id
+    x[nx + 3] = '0'
+    x[nx + 4] = 'k|' .. task .. '|' .. id
+    cnt[g][task] = (cnt[g][task] or 0) + 1
+    if ik ~= '' then
+      local e = idem[g]
+      e[#e + 1] = ik
+      e[#e + 1] = id
+    end
+    local dl = ARGV[b+9]
+    if dl ~= '0' then
+      local d = dead[g]
+      d[#d + 1] = fmt(now + tonumber(dl))
+      d[#d + 1] = id
+    end
     local rt = rateOf[g][task]
     if rt then rt[2] = rt[2] + 1 else rateOf[g][task] = {id, 1} end
     out[#out + 1] = ''
@@ -138,8 +177,14 @@ end
 for g = 1, ng do
   local k = groups[g].k
   bulk('HSET', k.job, rec[g])
+  if #ready[g] > 0 then bulk('ZADD', k.ready, ready[g]) end
+  if #sched[g] > 0 then bulk('ZADD', k.sched, sched[g]) end
+  if #idx[g] > 0 then bulk('ZADD', k.idx, idx[g]) end
+  if #dead[g] > 0 then bulk('ZADD', k.dead, dead[g]) end
+  if #idem[g] > 0 then bulk('HSET', k.idem, idem[g]) end
+  for task, c in pairs(cnt[g]) do bump(k.cnt, task, 'queued', c) end
   for task, rt in pairs(rateOf[g]) do
-    zadd(k.rate, '0', task .. '|' .. pad(nows, 18) .. '|' .. rt[1] .. '|' .. rt[2])
+    zadd(k.rate, '0', task .. '|' .. nowp .. rt[1] .. '|' .. rt[2])
   end
   if g > 1 then flush(k) end
 end
