@@ -45,7 +45,7 @@ func TestVerdicts(t *testing.T) {
 		{Scenario: "scaling-small", DrainPerSec: 100, Backlog: 10},
 		{Scenario: "scaling-large", DrainPerSec: 79, Backlog: 1000},
 		{Scenario: "idle", CallsPerSec: 1, WirePerSec: 3},
-	})
+	}, nil)
 	met := map[string]bool{}
 	for _, x := range v {
 		met[x.Goal] = x.Met
@@ -56,6 +56,18 @@ func TestVerdicts(t *testing.T) {
 		if got, ok := met[goal]; !ok || got != w {
 			t.Errorf("%s: met %v (present %v), want %v", goal, got, ok, w)
 		}
+	}
+	// With several runs the verdict is the median of the runs' ratios.
+	ratios := scalingRatios(map[string][]Result{
+		"scaling-small": {{DrainPerSec: 100}, {DrainPerSec: 100}, {DrainPerSec: 100}},
+		"scaling-large": {{DrainPerSec: 50}, {DrainPerSec: 90}, {DrainPerSec: 85}},
+	})
+	v = verdicts("postgres", []Result{
+		{Scenario: "scaling-small", DrainPerSec: 100, Backlog: 10},
+		{Scenario: "scaling-large", DrainPerSec: 79, Backlog: 1000},
+	}, ratios)
+	if len(v) != 1 || !v[0].Met || v[0].Value != 0.85 || !strings.Contains(v[0].Got, "median of 0.50, 0.90, 0.85") {
+		t.Fatalf("scaling verdict %+v", v)
 	}
 }
 

@@ -1,6 +1,9 @@
 package bench
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Target is the published goal for one backend: medians of at least three
 // runs on a 2-core machine, no-op handler, batch spawn then drain.
@@ -36,7 +39,9 @@ type Verdict struct {
 }
 
 // verdicts compares a report's medians with the goals of its kind.
-func verdicts(kind string, results []Result) []Verdict {
+// ratios holds the scaling ratio of each run (large over small drain), if
+// any: the verdict takes their median.
+func verdicts(kind string, results []Result, ratios []float64) []Verdict {
 	find := func(name string) *Result {
 		for i := range results {
 			if results[i].Scenario == name {
@@ -60,7 +65,19 @@ func verdicts(kind string, results []Result) []Verdict {
 	small, large := find("scaling-small"), find("scaling-large")
 	if small != nil && large != nil && small.DrainPerSec > 0 {
 		ratio := large.DrainPerSec / small.DrainPerSec
-		out = append(out, Verdict{Goal: fmt.Sprintf("drain with %d queued / with %d queued", large.Backlog, small.Backlog), Want: fmt.Sprintf(">= %.2f", ScalingMinRatio), Got: fmt.Sprintf("%.2f", ratio), Value: ratio, Met: ratio >= ScalingMinRatio})
+		got := fmt.Sprintf("%.2f", ratio)
+		if len(ratios) > 0 {
+			ratio = median(ratios)
+			got = fmt.Sprintf("%.2f", ratio)
+			if len(ratios) > 1 {
+				var each []string
+				for _, r := range ratios {
+					each = append(each, fmt.Sprintf("%.2f", r))
+				}
+				got += fmt.Sprintf(" (median of %s)", strings.Join(each, ", "))
+			}
+		}
+		out = append(out, Verdict{Goal: fmt.Sprintf("drain with %d queued / with %d queued", large.Backlog, small.Backlog), Want: fmt.Sprintf(">= %.2f", ScalingMinRatio), Got: got, Value: ratio, Met: ratio >= ScalingMinRatio})
 	}
 	if r := find("idle"); r != nil {
 		v := r.CallsPerSec
@@ -84,4 +101,17 @@ func micros(us float64) string {
 	default:
 		return fmt.Sprintf("%.0f µs", us)
 	}
+}
+
+// scalingRatios pairs each run's scaling-large drain with the same run's
+// scaling-small drain.
+func scalingRatios(all map[string][]Result) []float64 {
+	small, large := all["scaling-small"], all["scaling-large"]
+	var out []float64
+	for i := 0; i < len(small) && i < len(large); i++ {
+		if small[i].DrainPerSec > 0 {
+			out = append(out, large[i].DrainPerSec/small[i].DrainPerSec)
+		}
+	}
+	return out
 }
