@@ -16,16 +16,7 @@ func (b *Backend) Claim(ctx context.Context, req core.ClaimRequest) ([]core.Job,
 	if err := core.ValidateClaim(req, b.opts.Limits); err != nil {
 		return nil, err
 	}
-	now := time.Now()
-	if b.opts.Clock != nil {
-		now = b.opts.Clock.Now()
-	}
-	args := make([]any, 0, 3+req.Limit)
-	args = append(args, req.WorkerID, req.Limit, durMicros(req.LeaseTTL))
-	for range req.Limit {
-		args = append(args, core.NewID(now))
-	}
-	res, err := b.run(ctx, scriptClaim, req.Queue, args...)
+	res, err := b.run(ctx, scriptClaim, req.Queue, req.WorkerID, req.Limit, durMicros(req.LeaseTTL))
 	if err != nil {
 		return nil, wrap("claim", err)
 	}

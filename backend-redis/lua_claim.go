@@ -3,7 +3,9 @@ package redisq
 // luaClaim promotes due scheduled, retried and sleeping jobs into the ready
 // set and claims up to limit of them in (priority, due time, id) order, in
 // one call. Due jobs past a cancellation deadline are cancelled on the way
-// and do not count. ARGV: now, channel, worker, limit, ttl (µs), run ids...
+// and do not count. ARGV: now, channel, worker, limit, ttl (µs). A run's id
+// is "<job id>.<token>": tokens grow by one per claim, so no two runs share
+// one, and the client need not send an id for every job it might claim.
 // It returns {'ok', now, job...} where each job is {id, record, cold}.
 //
 // The ready set's members all score 0, so its rank order is its
@@ -33,7 +35,7 @@ if #due > 0 then
   flush(k)
 end
 
-local got, ri = 0, 6
+local got = 0
 local cancelled = false
 local claimed = {}
 while got < limit do
@@ -60,9 +62,9 @@ while got < limit do
           spill(k, id, r)
           if r[RST] ~= 'sleeping' then r[RA] = r[RA] + 1 end
           local lx = now + ttl
-          r[RLT], r[RLW], r[RLX] = r[RLT] + 1, worker, lx
-          r[RRN], r[RRI], r[RRS], r[RRB], r[RRF], r[RRE] = r[RRN] + 1, ARGV[ri], 'running', now, 0, ''
-          ri = ri + 1
+          local tok = r[RLT] + 1
+          r[RLT], r[RLW], r[RLX] = tok, worker, lx
+          r[RRN], r[RRI], r[RRS], r[RRB], r[RRF], r[RRE] = r[RRN] + 1, id .. '.' .. sformat('%.0f', tok), 'running', now, 0, ''
           if r[RFS] == 0 then
             r[RFS] = now
             if hasdeadline(r) then setdeadline(k, id, r) end
