@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"regexp"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -16,6 +18,7 @@ type luaScript struct {
 
 func newScript(body string) *luaScript {
 	src := script(body)
+	src = luaLibFor(src[len(luaLib):]) + src[len(luaLib):]
 	sum := sha1.Sum([]byte(src))
 	return &luaScript{src: src, hash: hex.EncodeToString(sum[:])}
 }
@@ -68,4 +71,79 @@ func (b *Backend) call(ctx context.Context, name, script string, keys []string, 
 	cmd.SetFirstKeyPos(3)
 	_ = b.rdb.Process(ctx, noRetry{cmd})
 	return cmd.Result()
+}
+
+// libBlock is one top-level definition of luaLib.
+type libBlock struct {
+	names []string // the locals it defines
+	text  string
+	uses  []string // identifiers it mentions
+}
+
+var (
+	luaIdent  = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
+	luaLocal  = regexp.MustCompile(`^local\s+function\s+([A-Za-z_][A-Za-z0-9_]*)|^local\s+([A-Za-z_][A-Za-z0-9_, ]*)=`)
+	libBlocks = splitLib(luaLib)
+)
+
+// splitLib cuts luaLib into its top-level definitions (each starts with a
+// "local" at the start of a line), without comment lines.
+func splitLib(lib string) []libBlock {
+	var out []libBlock
+	for _, line := range strings.Split(lib, "\n") {
+		t := strings.TrimSpace(line)
+		if t == "" || strings.HasPrefix(t, "--") {
+			continue
+		}
+		if m := luaLocal.FindStringSubmatch(line); m != nil {
+			names := m[1]
+			if names == "" {
+				names = m[2]
+			}
+			var b libBlock
+			for _, n := range strings.Split(names, ",") {
+				b.names = append(b.names, strings.TrimSpace(n))
+			}
+			out = append(out, b)
+		}
+		if len(out) == 0 {
+			continue
+		}
+		out[len(out)-1].text += line + "\n"
+	}
+	for i := range out {
+		out[i].uses = luaIdent.FindAllString(out[i].text, -1)
+	}
+	return out
+}
+
+// luaLibFor returns the definitions of luaLib that body needs, directly or
+// through other definitions, in their order in luaLib. A script runs its
+// whole prologue on every call, so defining only what it uses makes every
+// call cheaper.
+func luaLibFor(body string) string {
+	defined := map[string]int{}
+	for i, b := range libBlocks {
+		for _, n := range b.names {
+			defined[n] = i
+		}
+	}
+	need := make([]bool, len(libBlocks))
+	var visit func(idents []string)
+	visit = func(idents []string) {
+		for _, id := range idents {
+			if i, ok := defined[id]; ok && !need[i] {
+				need[i] = true
+				visit(libBlocks[i].uses)
+			}
+		}
+	}
+	visit(luaIdent.FindAllString(body, -1))
+	var sb strings.Builder
+	for i, b := range libBlocks {
+		if need[i] {
+			sb.WriteString(b.text)
+		}
+	}
+	return sb.String()
 }
