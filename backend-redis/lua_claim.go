@@ -64,7 +64,7 @@ while got < limit do
           local lx = now + ttl
           local tok = r[RLT] + 1
           r[RLT], r[RLW], r[RLX] = tok, worker, lx
-          r[RRN], r[RRI], r[RRS], r[RRB], r[RRF], r[RRE] = r[RRN] + 1, id .. '.' .. sformat('%.0f', tok), 'running', now, 0, ''
+          r[RRN], r[RRS], r[RRB], r[RRF], r[RRE] = r[RRN] + 1, 'running', now, 0, ''
           if r[RFS] == 0 then
             r[RFS] = now
             if hasdeadline(r) then setdeadline(k, id, r) end

@@ -109,7 +109,7 @@ if checkOnly then return {'ok', nows} end
 local out = {'ok', nows}
 local T = mpack(now)
 local nowp = pad(nows, 18) .. '|'
-local TAIL = '\0\160\160\0\0\160\160\160'
+local TAIL = '\0\160\0\0\160\160\160'
 local RKH = {}
 local rec, ready, sched, idx, dead, idem, cnt = {}, {}, {}, {}, {}, {}, {}
 local rateOf = {} -- per group and task: {first id, count}

@@ -62,11 +62,11 @@ local mpack, munpack = cmsgpack.pack, cmsgpack.unpack
 -- run at, created, first started (0: never), finished (0: not), max delay
 -- and max duration (ns, strings), idempotency key, fingerprint, lease
 -- worker, lease token, lease expiry, ready member ('' when not ready), run
--- count, then the last run (id, status, start, finish, error), last error
--- and result.
+-- count, then the last run (status, start, finish, error; its id is
+-- runid(id, token)), last error and result.
 local RT, RST, RPR, RA, RMA, RRA, RCA, RFS, RFA, RMD, RMU, RIK, RFP = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13
-local RLW, RLT, RLX, RRK, RRN, RRI, RRS, RRB, RRF, RRE, RLE, RR = 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25
-local NR = 25
+local RLW, RLT, RLX, RRK, RRN, RRS, RRB, RRF, RRE, RLE, RR = 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24
+local NR = 24
 
 -- J caches the records this script read or wrote: id -> record, or false
 -- when the job does not exist. JW lists the ids whose record changed. P
@@ -249,12 +249,16 @@ local function setdeadline(k, id, r)
   elseif hasdeadline(r) then zrem(k.dead, id) end
 end
 
+-- runid is the id of a job's run under token tok: "<id>.<tok>". Tokens grow
+-- by one per claim, so run ids never repeat, and a record need not hold it.
+local function runid(id, tok) return id .. '.' .. sformat('%.0f', tok) end
+
 -- spill moves the last run of a record into the run hash ("<id>|<n>"),
 -- making room for a new one.
 local function spill(k, id, r)
   if r[RRN] > 0 then
     redis.call('HSET', k.run, id .. '|' .. r[RRN],
-      mpack(r[RRI], r[RA], r[RLW], r[RLT], r[RRS], r[RRB], r[RRF], r[RRE]))
+      mpack(runid(id, r[RLT]), r[RA], r[RLW], r[RLT], r[RRS], r[RRB], r[RRF], r[RRE]))
   end
 end
 
