@@ -54,13 +54,19 @@
 // A job's record is a msgpack array (cmsgpack in the scripts, decode.go in
 // Go) of everything transitions read or change: task, state, priority,
 // attempts, times, cancellation policy, idempotency key, fingerprint, lease,
-// ready member, run count, its latest run, last error and result. Its cold
-// attributes (payload, headers, retry policy, actor) are packed by the
-// client at enqueue and never rewritten. A script reads all records of a
+// ready member, run count, its latest run, last error and result. A run's
+// id is "<job id>.<token>", so the record does not hold it and the claim
+// script makes it. Its cold attributes (payload, headers, retry policy,
+// actor) are packed by the client at enqueue and never rewritten. The
+// client packs a new job's record too, all but its run at, creation time
+// and ready member, which depend on the script's clock: the enqueue script
+// splices those in and never builds a record table. A script reads all records of a
 // batch with one HMGET, writes them back with one HSET and sends its index
 // changes as one ZADD and one ZREM per key, so a batch costs a handful of
 // commands however many jobs it holds. A run moves from the record to the run hash
-// only when the job's next run starts.
+// only when the job's next run starts. Each script defines only the helpers
+// of the shared library (luaLib) that it uses, since a script runs its whole
+// prologue on every call.
 //
 // Keys that span queues share the tag {prefix}: {p}:queues (the set of
 // queues), {p}:tasks (task configs as JSON) and {p}:jobq (job id -> queue).
