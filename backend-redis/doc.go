@@ -51,7 +51,7 @@
 //	{p:q}:rstat  hash      "<task>|<run status>" counts of finished runs, "<task>|rt" run time µs
 //	{p:q}:cnt    hash      "<task>|<state>" job counts
 //
-// A job's record is a msgpack array (cmsgpack in the scripts, decode.go in
+// A job's record is a sequence of msgpack values (cmsgpack in the scripts, decode.go in
 // Go) of everything transitions read or change: task, state, priority,
 // attempts, times, cancellation policy, idempotency key, fingerprint, lease,
 // ready member, run count, its latest run, last error and result. A run's

@@ -435,7 +435,6 @@ func rateCount(members []string) int64 {
 // after it are the same for every new job (TAIL in luaEnqueue).
 func packRecordParts(j core.Job) (head, mid string) {
 	b := make([]byte, 0, 64+len(j.Task)+len(j.IdempotencyKey)+len(j.Fingerprint))
-	b = append(b, 0xdc, 0, recordLen)
 	b = appendPackedString(b, j.Task)
 	b = appendPackedString(b, string(core.StateQueued))
 	b = appendPackedInt(b, int64(j.Priority))

@@ -95,7 +95,7 @@ local function fetch(k, ids, cold)
       local v = redis.call('HMGET', k.job, unpack(need, i, j))
       for n = i, j do
         local s = v[n - i + 1]
-        if s then J[need[n]] = munpack(s) else J[need[n]] = false end
+        if s then J[need[n]] = {munpack(s)} else J[need[n]] = false end
       end
     end)
   end
@@ -125,9 +125,10 @@ local function put(id, r)
   end
 end
 
--- packed encodes a record as one msgpack array: cmsgpack packs a table in
--- one buffer, faster than the same values passed one by one.
-local function packed(r) return mpack(r) end
+-- packed encodes a record as a sequence of NR msgpack values. Passing the
+-- values as arguments (and reading them back as results, {munpack(s)})
+-- spares cmsgpack its walk over a table's keys and a settable per value.
+local function packed(r) return mpack(unpack(r, 1, NR)) end
 
 -- collected index writes: Z[key][member] = score, or false to remove
 local Z, ZO, S = {}, {}, {}
