@@ -38,9 +38,15 @@ end
 local got = 0
 local cancelled = false
 local claimed = {}
-while got < limit do
-  local ms = redis.call('ZRANGE', k.ready, 0, limit - got - 1)
+-- Members this script puts back into the ready set are written at flush,
+-- after the loop, so a ZRANGE that returns fewer members than it asked for
+-- has emptied the set: the loop then ends without asking again.
+local more = true
+while more and got < limit do
+  local want = limit - got
+  local ms = redis.call('ZRANGE', k.ready, 0, want - 1)
   if #ms == 0 then break end
+  more = #ms == want
   redis.call('ZREMRANGEBYRANK', k.ready, 0, #ms - 1)
   local ids = {}
   for i, m in ipairs(ms) do ids[i] = string.sub(m, 25) end
