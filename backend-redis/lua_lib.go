@@ -13,7 +13,8 @@ package redisq
 //
 // A job is two fields of the job hash: "<id>" holds its record, the
 // attributes transitions read and change, packed with cmsgpack in the order
-// of the R* positions below (recordFields in record.go); "<id>|x" holds
+// of the R* positions below (the r* constants in decode.go), as a sequence
+// of values rather than an array; "<id>|x" holds
 // what no script reads (payload, headers, retry policy, actor), packed by
 // the client once at enqueue and never rewritten. A script reads the
 // records it needs with one HMGET per batch into J, changes them there and
