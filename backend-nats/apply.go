@@ -175,7 +175,7 @@ func (s *state) applyClaim(c *command) outcome {
 		pivot = *skipTo
 	}
 	jobs := make([]core.Job, 0, len(picked))
-	for i, k := range picked {
+	for _, k := range picked {
 		r := s.jobs[k.id]
 		s.unindex(r)
 		j := &r.job
@@ -188,7 +188,7 @@ func (s *state) applyClaim(c *command) outcome {
 		j.State = core.StateRunning
 		j.Lease = core.Lease{JobID: j.ID, WorkerID: c.WorkerID, Token: j.Lease.Token + 1, ExpiresAt: now.Add(c.TTL)}
 		r.runs = append(r.runs, core.Run{
-			ID: runID(c.RunBase, i), JobID: j.ID, Attempt: j.Attempt, WorkerID: c.WorkerID,
+			ID: runID(j.ID, j.Lease.Token), JobID: j.ID, Attempt: j.Attempt, WorkerID: c.WorkerID,
 			Token: j.Lease.Token, Status: core.RunRunning, StartedAt: now,
 		})
 		s.index(r)

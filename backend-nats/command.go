@@ -2,6 +2,7 @@ package natsq
 
 import (
 	"encoding/json"
+	"strconv"
 	"time"
 
 	"github.com/boson-go/boson/core"
@@ -43,7 +44,6 @@ type command struct {
 	WorkerID    string            `json:"worker,omitempty"`
 	Limit       int               `json:"limit,omitempty"`
 	TTL         time.Duration     `json:"ttl,omitempty"`
-	RunBase     string            `json:"run_base,omitempty"`
 	Lease       core.Lease        `json:"lease"`
 	Completions []completionItem  `json:"completions,omitempty"`
 	Error       string            `json:"error,omitempty"`
@@ -83,23 +83,9 @@ type outcome struct {
 	count    int
 }
 
-// runID returns the i-th run id of a claim: base (a core.NewID) plus i,
-// read as a base-32 number. Every replica derives the same ids.
-func runID(base string, i int) string {
-	const digits = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-	b := []byte(base)
-	carry := i
-	for p := len(b) - 1; p >= 0 && carry > 0; p-- {
-		v := 0
-		for k := 0; k < len(digits); k++ {
-			if digits[k] == b[p] {
-				v = k
-				break
-			}
-		}
-		v += carry
-		b[p] = digits[v%32]
-		carry = v / 32
-	}
-	return string(b)
+// runID returns the id of the run a claim opens: the job's id and the
+// claim's fencing token, which grows by one per claim, so no two runs share
+// an id and every replica derives the same one.
+func runID(jobID string, token int64) string {
+	return jobID + "." + strconv.FormatInt(token, 10)
 }

@@ -52,7 +52,7 @@ func (b *Backend) Claim(ctx context.Context, req core.ClaimRequest) ([]core.Job,
 	}
 	out, err := b.exec(ctx, &command{
 		Op: opClaim, Now: now, Queue: req.Queue, WorkerID: req.WorkerID,
-		Limit: req.Limit, TTL: req.LeaseTTL, RunBase: core.NewID(now),
+		Limit: req.Limit, TTL: req.LeaseTTL,
 	})
 	if err != nil {
 		return nil, err

@@ -21,6 +21,7 @@ func testReads(t *testing.T, h Harness) {
 		"DefaultPageSize":             readDefaultPage,
 		"Count":                       readCount,
 		"Runs":                        readRuns,
+		"RunIDsUnique":                readRunIDsUnique,
 		"TaskStats":                   readTaskStats,
 		"TaskStatsEmpty":              readTaskStatsEmpty,
 		"ListQueues":                  readListQueues,
@@ -276,6 +277,34 @@ func readRuns(e *env) {
 		requireEq(e.t, r.Error, "e"+itoa(i), "error of run "+itoa(i))
 		requireEq(e.t, r.Duration(), time.Second, "duration of run "+itoa(i))
 	}
+}
+
+// readRunIDsUnique: no two runs share an id, across jobs, across claims at
+// the same instant (the clock does not move) and across attempts of a job.
+func readRunIDsUnique(e *env) {
+	jobs := e.enqueueN("q", "t", 6)
+	var claimed []core.Job
+	for range 3 {
+		claimed = append(claimed, e.claim("q", 2)...)
+	}
+	requireEq(e.t, len(claimed), 6, "claimed")
+	for _, c := range claimed[:3] {
+		e.fail(core.Failure{Lease: c.Lease, Error: "again", RetryAt: e.now()})
+	}
+	requireEq(e.t, len(e.claim("q", 3)), 3, "claimed again")
+	seen := map[string]string{}
+	for _, j := range jobs {
+		for _, r := range e.runs(j.ID) {
+			if r.ID == "" {
+				e.t.Fatalf("job %s has a run without an id", j.ID)
+			}
+			if other, dup := seen[r.ID]; dup {
+				e.t.Fatalf("run id %s is used by job %s and job %s (attempt %d)", r.ID, other, j.ID, r.Attempt)
+			}
+			seen[r.ID] = j.ID
+		}
+	}
+	requireEq(e.t, len(seen), 9, "runs")
 }
 
 func readTaskStats(e *env) {
