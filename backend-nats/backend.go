@@ -140,6 +140,20 @@ func (b *Backend) Close() error {
 	return nil
 }
 
+// untilClosed returns a context derived from parent that also ends when the
+// backend closes; cancel releases it.
+func (b *Backend) untilClosed(parent context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(parent)
+	go func() {
+		select {
+		case <-b.closed:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
 func (b *Backend) isClosed() error {
 	select {
 	case <-b.closed:

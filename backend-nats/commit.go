@@ -59,15 +59,8 @@ func (b *Backend) submit(ctx context.Context, data []byte) (uint64, error) {
 // commitLoop is the committer goroutine.
 func (b *Backend) commitLoop() {
 	defer b.bg.Done()
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := b.untilClosed(context.Background())
 	defer cancel()
-	go func() {
-		select {
-		case <-b.closed:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
 	var carry *submission
 	var n uint64
 	for {

@@ -302,15 +302,10 @@ func (b *Backend) maybeCompact(seq uint64) {
 	go func() {
 		defer b.bg.Done()
 		defer b.compacting.Store(false)
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		tctx, stop := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer stop()
+		ctx, cancel := b.untilClosed(tctx)
 		defer cancel()
-		go func() {
-			select {
-			case <-b.closed:
-				cancel()
-			case <-ctx.Done():
-			}
-		}()
 		if _, err := b.compact(ctx, uint64(every)); err != nil && b.isClosed() == nil {
 			b.log.Warn("compacting the command log failed", "err", err)
 		}

@@ -166,19 +166,7 @@ func natsServer(t testing.TB) *server {
 		args: func() *exec.Cmd {
 			return exec.Command(bin, "-a", "127.0.0.1", "-p", strconv.Itoa(port), "-js", "-sd", dir)
 		},
-		ready: func(ctx context.Context) error {
-			nc, err := nats.Connect(url, nats.Timeout(time.Second))
-			if err != nil {
-				return err
-			}
-			defer nc.Close()
-			js, err := nc.JetStream()
-			if err != nil {
-				return err
-			}
-			_, err = js.AccountInfo(nats.Context(ctx))
-			return err
-		},
+		ready: natsReady(url),
 	})
 }
 
@@ -266,19 +254,7 @@ func natsCluster(t testing.TB) (url string, nodes []*server) {
 					"-n", fmt.Sprintf("node%d", i), "--cluster_name", "boson", "--cluster", routes[i],
 					"--routes", strings.Join(routes, ","))
 			},
-			ready: func(ctx context.Context) error {
-				nc, err := nats.Connect(urls[i], nats.Timeout(time.Second))
-				if err != nil {
-					return err
-				}
-				defer nc.Close()
-				js, err := nc.JetStream()
-				if err != nil {
-					return err
-				}
-				_, err = js.AccountInfo(nats.Context(ctx))
-				return err
-			},
+			ready: natsReady(urls[i]),
 		}
 	}
 	errs := make(chan error, 3)
@@ -309,5 +285,22 @@ func nodeRestartFault(nodes []*server) func(r *run) string {
 		node := nodes[n%len(nodes)]
 		n++
 		return restartFault(node)(r)
+	}
+}
+
+// natsReady reports whether the NATS server at url answers with JetStream.
+func natsReady(url string) func(ctx context.Context) error {
+	return func(ctx context.Context) error {
+		nc, err := nats.Connect(url, nats.Timeout(time.Second))
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		js, err := nc.JetStream()
+		if err != nil {
+			return err
+		}
+		_, err = js.AccountInfo(nats.Context(ctx))
+		return err
 	}
 }

@@ -47,11 +47,7 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 		if len(r.CallsPerJob) == 0 {
 			continue
 		}
-		var by []string
-		for _, k := range sortedKeys(r.CallsPerJob) {
-			by = append(by, fmt.Sprintf("%s %.3f", k, r.CallsPerJob[k]))
-		}
-		calls = append(calls, fmt.Sprintf("%s: %s", r.Scenario, strings.Join(by, ", ")))
+		calls = append(calls, fmt.Sprintf("%s: %s", r.Scenario, perMethod(r.CallsPerJob, 3)))
 	}
 	if len(calls) > 0 {
 		fmt.Fprintf(&b, "Backend calls per job — %s.\n\n", strings.Join(calls, "; "))
