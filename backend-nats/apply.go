@@ -188,7 +188,7 @@ func (s *state) applyClaim(c *command) outcome {
 		j.State = core.StateRunning
 		j.Lease = core.Lease{JobID: j.ID, WorkerID: c.WorkerID, Token: j.Lease.Token + 1, ExpiresAt: now.Add(c.TTL)}
 		r.runs = append(r.runs, core.Run{
-			ID: runID(j.ID, j.Lease.Token), JobID: j.ID, Attempt: j.Attempt, WorkerID: c.WorkerID,
+			ID: core.RunID(j.ID, j.Lease.Token), JobID: j.ID, Attempt: j.Attempt, WorkerID: c.WorkerID,
 			Token: j.Lease.Token, Status: core.RunRunning, StartedAt: now,
 		})
 		s.index(r)

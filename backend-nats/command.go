@@ -2,7 +2,6 @@ package natsq
 
 import (
 	"encoding/json"
-	"strconv"
 	"time"
 
 	"github.com/boson-go/boson/core"
@@ -81,11 +80,4 @@ type outcome struct {
 	value    []byte
 	rescue   core.RescueResult
 	count    int
-}
-
-// runID returns the id of the run a claim opens: the job's id and the
-// claim's fencing token, which grows by one per claim, so no two runs share
-// an id and every replica derives the same one.
-func runID(jobID string, token int64) string {
-	return jobID + "." + strconv.FormatInt(token, 10)
 }

@@ -337,16 +337,15 @@ func decodeJob(id, queue string, rec, cold any) (core.Job, bool, error) {
 	return j, true, nil
 }
 
-// runID is the id of a job's run under a token: "<job id>.<token>" (a
-// record does not hold it; a spilled run record does).
-func runID(jobID string, tok int64) string { return jobID + "." + strconv.FormatInt(tok, 10) }
-
-// lastRun returns the run a job record holds (its latest), if any.
+// lastRun returns the run a job record holds (its latest), if any. The
+// record does not hold the run's id (a spilled run record does): it is
+// core.RunID of the job and its token, which the claim script makes the
+// same way.
 func lastRun(id string, v []any) (core.Run, bool) {
 	if toInt(v[rRunCount]) == 0 {
 		return core.Run{}, false
 	}
-	return makeRun(id, runID(id, toInt(v[rLeaseToken])), v[rAttempt], v[rLeaseWorker], v[rLeaseToken], v[rRunStatus], v[rRunStarted], v[rRunFinished], v[rRunError]), true
+	return makeRun(id, core.RunID(id, toInt(v[rLeaseToken])), v[rAttempt], v[rLeaseWorker], v[rLeaseToken], v[rRunStatus], v[rRunStarted], v[rRunFinished], v[rRunError]), true
 }
 
 // spilledRun decodes an earlier run from the run hash: id, attempt, worker,

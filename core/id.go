@@ -3,6 +3,7 @@ package core
 import (
 	"crypto/rand"
 	"encoding/binary"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -82,4 +83,12 @@ func decodeCrockford(c byte) int {
 		}
 	}
 	return -1
+}
+
+// RunID returns "<job id>.<token>": an id for the run that a claim with
+// fencing token token opens on job jobID. A job's token grows by one per
+// claim, so no two runs ever share such an id; a backend can derive it from
+// the job's state instead of storing or generating one.
+func RunID(jobID string, token int64) string {
+	return jobID + "." + strconv.FormatInt(token, 10)
 }
