@@ -16,8 +16,10 @@ import (
 	"github.com/boson-go/boson/core"
 )
 
-// turnCounter counts network round trips: one per read that follows
-// writes, however many writes (a pipeline) came before it.
+// turnCounter counts network round trips: one per read that returns data
+// after writes, however many writes (a pipeline) came before it. It counts
+// when a read returns rather than when it starts, because the driver may
+// start a read in the background before it writes.
 type turnCounter struct {
 	mu    sync.Mutex
 	wrote bool
@@ -43,13 +45,16 @@ func (n countingConn) Write(b []byte) (int, error) {
 }
 
 func (n countingConn) Read(b []byte) (int, error) {
-	n.c.mu.Lock()
-	if n.c.wrote {
-		n.c.wrote = false
-		n.c.turns++
+	got, err := n.Conn.Read(b)
+	if got > 0 {
+		n.c.mu.Lock()
+		if n.c.wrote {
+			n.c.wrote = false
+			n.c.turns++
+		}
+		n.c.mu.Unlock()
 	}
-	n.c.mu.Unlock()
-	return n.Conn.Read(b)
+	return got, err
 }
 
 // countingBackend returns a migrated backend on a one-connection pool
