@@ -23,7 +23,7 @@ func (e *env) runCeiling(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	var done, dupes atomic.Int64
+	var done atomic.Int64
 	seen := newTracker(n, 0)
 	stop := e.prog.track(name+" claim+complete", int64(n), done.Load)
 	errc := make(chan error, e.cfg.CeilingLoops)
@@ -61,9 +61,6 @@ func (e *env) runCeiling(ctx context.Context) (Result, error) {
 					if k < len(errs) && errs[k] != nil {
 						errc <- fmt.Errorf("complete %s: %w", it.Lease.JobID, errs[k])
 						return
-					}
-					if r, ok := seen.get(it.Lease.JobID); ok && r.dones > 0 {
-						dupes.Add(1)
 					}
 					seen.finished(it.Lease.JobID, time.Time{})
 				}
@@ -107,8 +104,8 @@ func (e *env) runCeiling(ctx context.Context) (Result, error) {
 		CPUSeconds:  (u1.cpu - u0.cpu).Seconds(),
 		PeakRSSMiB:  float64(u1.peakRSS) / (1 << 20),
 	}
-	if d := dupes.Load(); d > 0 {
-		res.Problems = append(res.Problems, fmt.Sprintf("%d jobs claimed and completed twice by the raw loop", d))
+	if d, example := seen.completedTwice(); d > 0 {
+		res.Problems = append(res.Problems, fmt.Sprintf("%s claimed and completed more than once by the raw loop (e.g. %s)", plural(d, "job"), example))
 	}
 	res.Problems = append(res.Problems, e.checkCounts(ctx, queue, n+e.cfg.RoundTrips)...)
 	return res, nil

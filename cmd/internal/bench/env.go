@@ -187,7 +187,8 @@ func (e *env) waitDone(ctx context.Context, label string, tr *tracker) error {
 }
 
 // checkCounts compares the backend's final counts of queue with want
-// succeeded jobs and nothing else.
+// succeeded jobs and nothing else. A state that holds jobs it should not
+// names a few of them.
 func (e *env) checkCounts(ctx context.Context, queue string, want int) []string {
 	counts, err := e.raw.CountJobs(ctx, core.JobFilter{Queue: queue})
 	if err != nil {
@@ -201,10 +202,31 @@ func (e *env) checkCounts(ctx context.Context, queue string, want int) []string 
 			w = int64(want)
 		}
 		if got != w {
-			problems = append(problems, fmt.Sprintf("backend counts %d %s jobs in %s, want %d", got, s, queue, w))
+			p := fmt.Sprintf("backend counts %d %s jobs in %s, want %d", got, s, queue, w)
+			if got > w && s != core.StateSucceeded {
+				p += e.examples(ctx, queue, s)
+			}
+			problems = append(problems, p)
 		}
 	}
 	return problems
+}
+
+// maxExamples is how many job ids a problem names at most.
+const maxExamples = 3
+
+// examples returns " (e.g. id, id)" naming a few jobs of queue in state,
+// or "" when the backend lists none.
+func (e *env) examples(ctx context.Context, queue string, state core.JobState) string {
+	page, err := e.raw.ListJobs(ctx, core.JobFilter{Queue: queue, States: []core.JobState{state}, Limit: maxExamples})
+	if err != nil || len(page.Jobs) == 0 {
+		return ""
+	}
+	ids := make([]string, len(page.Jobs))
+	for i, j := range page.Jobs {
+		ids[i] = j.ID
+	}
+	return " (e.g. " + strings.Join(ids, ", ") + ")"
 }
 
 func shutdown(w *boson.Worker) error {

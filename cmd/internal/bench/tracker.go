@@ -191,31 +191,51 @@ func (t *tracker) latencies() (start, done []time.Duration) {
 // more than once and that every finished job ran.
 func (t *tracker) verifyFinished() []string {
 	var twice, doneTwice, notRun int
+	example := map[string]string{}
 	for i := range t.shards {
 		s := &t.shards[i]
 		s.mu.Lock()
-		for _, r := range s.m {
+		for id, r := range s.m {
 			switch {
 			case r.execs > 1:
 				twice++
+				example["run more than once"] = id
 			case r.execs == 0 && r.dones > 0:
 				notRun++
+				example["completed without running"] = id
 			}
 			if r.dones > 1 {
 				doneTwice++
+				example["completed more than once"] = id
 			}
 		}
 		s.mu.Unlock()
 	}
 	var problems []string
-	if twice > 0 {
-		problems = append(problems, plural(twice, "job")+" run more than once")
+	add := func(n int, what string) {
+		if n > 0 {
+			problems = append(problems, plural(n, "job")+" "+what+" (e.g. "+example[what]+")")
+		}
 	}
-	if doneTwice > 0 {
-		problems = append(problems, plural(doneTwice, "job")+" completed more than once")
-	}
-	if notRun > 0 {
-		problems = append(problems, plural(notRun, "job")+" completed without running")
-	}
+	add(twice, "run more than once")
+	add(doneTwice, "completed more than once")
+	add(notRun, "completed without running")
 	return problems
+}
+
+// completedTwice returns how many jobs finished more than once, and one of
+// them.
+func (t *tracker) completedTwice() (n int, example string) {
+	for i := range t.shards {
+		s := &t.shards[i]
+		s.mu.Lock()
+		for id, r := range s.m {
+			if r.dones > 1 {
+				n++
+				example = id
+			}
+		}
+		s.mu.Unlock()
+	}
+	return n, example
 }

@@ -240,6 +240,9 @@ func benchOne(ctx context.Context, c *call, rawURL string, cfg bench.Config, pro
 		return nil, err
 	}
 	defer func() { _ = st.Close() }()
+	if c.env.wrapBackend != nil {
+		st.Backend = c.env.wrapBackend(st.Backend)
+	}
 	// A fresh (isolated) store always needs its schema.
 	if !c.noMigrate || !keep {
 		if err := st.Migrate(ctx); err != nil {
