@@ -87,6 +87,18 @@ func (a *attempt) checkpoint(ctx context.Context, name string) ([]byte, bool, er
 	return v, ok, nil
 }
 
+// mayStart reports why the attempt must not start new work: its lease is
+// known lost, or ctx is done.
+func (a *attempt) mayStart(ctx context.Context) error {
+	if a.lost.Load() {
+		return errLeaseLostCause
+	}
+	if ctx.Err() != nil {
+		return context.Cause(ctx)
+	}
+	return nil
+}
+
 // save commits a checkpoint (first write wins) and returns the stored value.
 func (a *attempt) save(ctx context.Context, name string, value []byte) ([]byte, error) {
 	stored, err := a.b.SaveCheckpoint(ctx, a.currentLease(), name, value)
@@ -116,6 +128,11 @@ func (s Step[T]) Name() string { return s.name }
 // nothing. A checkpoint does not make fn's external side effects exactly
 // once: an attempt can die after fn ran and before the commit, so give
 // external calls their own idempotency keys.
+//
+// Run never starts fn once ctx is done (it returns the context's cause)
+// or once the attempt's lease is known lost (it returns an error wrapping
+// [core.ErrLeaseLost]): a fenced write of the attempt was refused, or the
+// worker saw the job leave the lease, so another attempt may be running.
 func (s Step[T]) Run(ctx context.Context, fn func(ctx context.Context) (T, error)) (T, error) {
 	var zero T
 	a, err := attemptFrom(ctx)
@@ -130,6 +147,9 @@ func (s Step[T]) Run(ctx context.Context, fn func(ctx context.Context) (T, error
 		return zero, err
 	} else if ok {
 		return decode[T]("step "+s.name, v)
+	}
+	if err := a.mayStart(ctx); err != nil {
+		return zero, err
 	}
 	val, err := fn(ctx)
 	if err != nil {
