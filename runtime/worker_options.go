@@ -30,7 +30,9 @@ type WorkerOptions struct {
 	// lease is not a timeout: supervision renews it while the handler runs.
 	LeaseTTL time.Duration
 	// HeartbeatInterval is how often a running attempt's lease is renewed;
-	// 0 means LeaseTTL/3. It must be shorter than LeaseTTL.
+	// 0 means LeaseTTL/3. It may be at most LeaseTTL/2, so that a renewal
+	// has half a lease to land and a failed one is tried again before the
+	// lease expires (an expired lease lets another worker run the job too).
 	HeartbeatInterval time.Duration
 	// PollInterval is how long an idle worker waits between claims when no
 	// notification arrives; 0 means one second.
@@ -39,7 +41,9 @@ type WorkerOptions struct {
 	// before it cancels them; 0 means 30 seconds.
 	ShutdownGrace time.Duration
 	// RescueInterval is the period of the rescue loop that requeues jobs
-	// whose lease expired; 0 means 30 seconds, negative disables the loop.
+	// whose lease expired; 0 means LeaseTTL/2, so that a dead worker's
+	// jobs wait at most about one and a half leases; negative disables the
+	// loop.
 	RescueInterval time.Duration
 	// RescueLimit bounds the jobs one rescue pass changes; 0 means 1,000.
 	RescueLimit int
@@ -172,8 +176,8 @@ func (o WorkerOptions) withDefaults() (WorkerOptions, error) {
 	if o.HeartbeatInterval == 0 {
 		o.HeartbeatInterval = o.LeaseTTL / 3
 	}
-	if o.HeartbeatInterval >= o.LeaseTTL {
-		return bad("heartbeat interval %v must be shorter than the lease %v", o.HeartbeatInterval, o.LeaseTTL)
+	if o.HeartbeatInterval > o.LeaseTTL/2 {
+		return bad("heartbeat interval %v must be at most half the lease %v", o.HeartbeatInterval, o.LeaseTTL)
 	}
 	if o.PollInterval == 0 {
 		o.PollInterval = time.Second
@@ -182,7 +186,7 @@ func (o WorkerOptions) withDefaults() (WorkerOptions, error) {
 		o.ShutdownGrace = 30 * time.Second
 	}
 	if o.RescueInterval == 0 {
-		o.RescueInterval = 30 * time.Second
+		o.RescueInterval = o.LeaseTTL / 2
 	}
 	if o.RescueLimit == 0 {
 		o.RescueLimit = 1000
