@@ -24,9 +24,17 @@ type RetryPolicy struct {
 	Factor float64 `json:"factor,omitempty"`
 	// Max caps the delay.
 	Max time.Duration `json:"max,omitempty"`
-	// Jitter is the fraction in [0, 1] by which a delay is randomly shortened.
+	// Jitter is the fraction in (0, 1] by which a delay is randomly
+	// shortened. 0 means the default; [NoJitter] asks for exact delays.
 	Jitter float64 `json:"jitter,omitempty"`
 }
+
+// NoJitter is the RetryPolicy.Jitter that asks for no jitter at all:
+// every delay is exactly Initial × Factor^(attempt-1), capped at Max. It
+// is a value apart because a zero Jitter means "the default" (and stays
+// so in stored jobs and in JSON, where it is left out); it is stored and
+// sent as -1 and wins over any default, as every non-zero field does.
+const NoJitter = -1.0
 
 // IsZero reports whether p is the zero policy.
 func (p RetryPolicy) IsZero() bool { return p == RetryPolicy{} }

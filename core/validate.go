@@ -84,7 +84,7 @@ func ValidateDuration(field string, d time.Duration) error {
 }
 
 // ValidateRetryPolicy checks durations (not negative), Factor (0, or at
-// least 1, and finite) and Jitter (in [0, 1]).
+// least 1, and finite) and Jitter (in [0, 1], or [NoJitter]).
 func ValidateRetryPolicy(p RetryPolicy) error {
 	if err := ValidateDuration("retry.initial", p.Initial); err != nil {
 		return err
@@ -95,8 +95,8 @@ func ValidateRetryPolicy(p RetryPolicy) error {
 	if math.IsNaN(p.Factor) || math.IsInf(p.Factor, 0) || p.Factor != 0 && p.Factor < 1 {
 		return invalid("retry.factor", "%v must be 0 (default) or a finite number of at least 1", p.Factor)
 	}
-	if math.IsNaN(p.Jitter) || p.Jitter < 0 || p.Jitter > 1 {
-		return invalid("retry.jitter", "%v must lie in [0, 1]", p.Jitter)
+	if p.Jitter != NoJitter && (math.IsNaN(p.Jitter) || p.Jitter < 0 || p.Jitter > 1) {
+		return invalid("retry.jitter", "%v must lie in [0, 1] (0: the default), or be -1 (core.NoJitter: none)", p.Jitter)
 	}
 	return nil
 }

@@ -38,7 +38,8 @@ func mergeRetry(p, def core.RetryPolicy) core.RetryPolicy {
 // Backoff returns the delay after the attempt-th failed attempt (1-based)
 // under policy p, whose zero fields take [DefaultRetry]'s values:
 // Initial × Factor^(attempt-1), capped at Max, then shortened by a random
-// fraction of at most Jitter.
+// fraction of at most Jitter. A Jitter of [core.NoJitter] gives that delay
+// exactly.
 func Backoff(p core.RetryPolicy, attempt int) time.Duration {
 	return backoff(p, attempt, rand.Float64)
 }
