@@ -36,7 +36,7 @@ func newWatcher(w *Worker) *watcher {
 // add starts tracking a; its first renewal is due one heartbeat interval
 // from now.
 func (wt *watcher) add(a *attempt) {
-	a.renewAt = time.Now().Add(wt.w.opts.HeartbeatInterval)
+	a.renewAt = wt.w.clock.Now().Add(wt.w.opts.HeartbeatInterval)
 	wt.mu.Lock()
 	defer wt.mu.Unlock()
 	m := wt.running[a.job.Queue]
@@ -123,11 +123,16 @@ func (wt *watcher) pass(ctx context.Context) {
 // lease. Attempts due within an eighth of the interval are renewed together
 // (early), which bounds the passes to about eight per interval however
 // many attempts run.
+//
+// Due times are read on the worker's clock, the one that dates the leases,
+// and the loop looks at it at least once per watchPause: a clock that is
+// moved (a test's) or stepped is noticed within that pause. A renewal
+// dated more than an interval ahead (the clock went back) is due at once.
 func (wt *watcher) renewLoop(stop <-chan struct{}) {
 	defer wt.renews.Wait()
 	hb := wt.w.opts.HeartbeatInterval
 	slack := hb / 8
-	t := time.NewTimer(hb)
+	t := time.NewTimer(min(hb, watchPause))
 	defer t.Stop()
 	for {
 		select {
@@ -135,7 +140,7 @@ func (wt *watcher) renewLoop(stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		now := time.Now()
+		now := wt.w.clock.Now()
 		next := now.Add(hb)
 		var due []*attempt
 		wt.mu.Lock()
@@ -143,7 +148,7 @@ func (wt *watcher) renewLoop(stop <-chan struct{}) {
 			for a := range m {
 				switch {
 				case a.renewing, a.lost.Load():
-				case !a.renewAt.After(now.Add(slack)):
+				case !a.renewAt.After(now.Add(slack)), a.renewAt.After(now.Add(hb)):
 					a.renewing = true
 					due = append(due, a)
 				case a.renewAt.Before(next):
@@ -156,7 +161,7 @@ func (wt *watcher) renewLoop(stop <-chan struct{}) {
 			wt.renews.Add(1)
 			go wt.renew(a)
 		}
-		t.Reset(next.Sub(now))
+		t.Reset(min(next.Sub(now), watchPause))
 	}
 }
 
@@ -171,7 +176,7 @@ func (wt *watcher) renew(a *attempt) {
 	ctx, cancel := context.WithTimeout(w.baseCtx, w.opts.LeaseTTL-w.opts.HeartbeatInterval)
 	nl, err := a.b.Heartbeat(ctx, lease, w.opts.LeaseTTL)
 	cancel()
-	next := time.Now().Add(w.opts.HeartbeatInterval)
+	next := w.clock.Now().Add(w.opts.HeartbeatInterval)
 	switch {
 	case err == nil:
 		a.mu.Lock()
@@ -186,7 +191,7 @@ func (wt *watcher) renew(a *attempt) {
 				a.markLost()
 			}
 			// Try again soon rather than a whole interval later.
-			next = time.Now().Add(min(w.opts.HeartbeatInterval, time.Second))
+			next = w.clock.Now().Add(min(w.opts.HeartbeatInterval, time.Second))
 		}
 	}
 	wt.mu.Lock()

@@ -64,8 +64,9 @@ type WorkerOptions struct {
 	// RunContext, when set, builds each attempt's context from the actor
 	// recorded on the job.
 	RunContext RunContextFunc
-	// Clock must agree with the backend's clock: it dates retries, sleeps
-	// and retention horizons. nil means the process clock.
+	// Clock must agree with the backend's clock: it dates retries, sleeps,
+	// retention horizons and lease renewals (the process clock measures
+	// only local timeouts and durations). nil means the process clock.
 	Clock core.Clock
 	// Logger receives structured logs; nil means slog.Default().
 	Logger *slog.Logger
