@@ -28,6 +28,7 @@ type Backend struct {
 	reader *sql.DB
 	path   string
 	busy   atomic.Int64
+	wait   busyWait
 }
 
 // Open opens (creating when missing) the database file at path and
@@ -63,13 +64,13 @@ func Open(ctx context.Context, path string, opts Options) (*Backend, error) {
 	}
 	reader.SetMaxOpenConns(o.ReadConns)
 	reader.SetMaxIdleConns(o.ReadConns)
-	b := &Backend{writer: writer, reader: reader, path: path}
+	b := &Backend{writer: writer, reader: reader, path: path, wait: busyWait{timeout: o.BusyTimeout, max: o.MaxBusyWait}}
 	st := &engine.SQLStore{
 		W: writer, R: reader,
-		WCache:      engine.NewStmtCache(writer),
-		RCache:      engine.NewStmtCache(reader),
-		IsBusy:      isBusy,
-		MaxBusyWait: o.MaxBusyWait,
+		WCache:   engine.NewStmtCache(writer),
+		RCache:   engine.NewStmtCache(reader),
+		IsBusy:   isBusy,
+		BusyWait: b.wait.retries,
 		OnBusy: func(attempt int, err error) {
 			b.busy.Add(1)
 			o.Logger.Debug("boson/sqlite: database busy; retrying", "attempt", attempt, "err", err)

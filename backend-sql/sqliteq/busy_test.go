@@ -77,7 +77,7 @@ func TestBusyIsRetried(t *testing.T) {
 	before := b.BusyRetries()
 	claimed := make(chan []core.Job, 1)
 	go func() {
-		jobs, err := b.Claim(ctx, core.ClaimRequest{Queue: "q", WorkerID: "w", Limit: 10, LeaseTTL: time.Minute})
+		jobs, err := b.Claim(ctx, core.ClaimRequest{Queue: "q", WorkerID: "w", Limit: 10, LeaseTTL: 10 * time.Minute})
 		if err != nil {
 			t.Error(err)
 		}
@@ -96,7 +96,7 @@ func TestBusyIsRetried(t *testing.T) {
 	if jobs := <-claimed; len(jobs) != 1 {
 		t.Fatalf("claimed %d jobs, want 1", len(jobs))
 	}
-	again, err := a.Claim(ctx, core.ClaimRequest{Queue: "q", WorkerID: "w2", Limit: 10, LeaseTTL: time.Minute})
+	again, err := a.Claim(ctx, core.ClaimRequest{Queue: "q", WorkerID: "w2", Limit: 10, LeaseTTL: 10 * time.Minute})
 	if err != nil || len(again) != 0 {
 		t.Fatalf("second claim: %d jobs, %v; want none", len(again), err)
 	}
@@ -174,5 +174,73 @@ func TestClosedGivesErrClosed(t *testing.T) {
 	}
 	if err := b.Migrate(ctx); !errors.Is(err, core.ErrClosed) {
 		t.Errorf("Migrate after Close: %v", err)
+	}
+}
+
+// TestBusyWaitFollowsLease: with the default options a write that meets
+// another process's lock gives up within a quarter of the shortest lease
+// asked for (the default wait, five seconds, is longer than a short lease):
+// first the claim that asks for the lease, then every later write.
+func TestBusyWaitFollowsLease(t *testing.T) {
+	ctx := context.Background()
+	const lease = 4 * time.Second
+	a, b := twoBackends(t, sqliteq.Options{})
+	if _, err := b.Enqueue(ctx, sqltest.Jobs("q", 1)); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := a.BeginTx(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback() }()
+	for _, c := range []struct {
+		name  string
+		write func() error
+	}{
+		{"claim", func() error {
+			_, err := b.Claim(ctx, core.ClaimRequest{Queue: "q", WorkerID: "w", Limit: 1, LeaseTTL: lease})
+			return err
+		}},
+		{"enqueue after the claim", func() error {
+			_, err := b.Enqueue(ctx, sqltest.Jobs("q", 1))
+			return err
+		}},
+	} {
+		name := c.name
+		start := time.Now()
+		err := c.write()
+		if took := time.Since(start); err == nil || took > lease/2 {
+			t.Errorf("%s under a held lock: %v after %v; want an error well within the %v lease", name, err, took, lease)
+		}
+	}
+	if w := b.BusyWait(); w > lease/sqliteq.LeaseBusyFraction {
+		t.Errorf("busy wait %v after a %v lease, want at most %v", w, lease, lease/sqliteq.LeaseBusyFraction)
+	}
+}
+
+// TestBusyWaitRefusesShortLeases: a busy wait set by hand that is not well
+// below a lease makes the claim or heartbeat that asks for the lease fail,
+// before anything is written; a long enough lease is served.
+func TestBusyWaitRefusesShortLeases(t *testing.T) {
+	ctx := context.Background()
+	b := newBackend(t, sqliteq.Options{MaxBusyWait: 5 * time.Second})
+	if _, err := b.Enqueue(ctx, sqltest.Jobs("q", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Claim(ctx, core.ClaimRequest{Queue: "q", WorkerID: "w", Limit: 1, LeaseTTL: 2 * time.Second}); !errors.Is(err, core.ErrInvalidArgument) {
+		t.Fatalf("claim with a 2s lease and a 5s busy wait: %v, want core.ErrInvalidArgument", err)
+	}
+	jobs, err := b.Claim(ctx, core.ClaimRequest{Queue: "q", WorkerID: "w", Limit: 1, LeaseTTL: time.Minute})
+	if err != nil || len(jobs) != 1 {
+		t.Fatalf("claim with a 1m lease: %d jobs, %v", len(jobs), err)
+	}
+	if _, err := b.Heartbeat(ctx, jobs[0].Lease, 2*time.Second); !errors.Is(err, core.ErrInvalidArgument) {
+		t.Fatalf("heartbeat for 2s with a 5s busy wait: %v, want core.ErrInvalidArgument", err)
+	}
+	if _, err := b.Heartbeat(ctx, jobs[0].Lease, time.Minute); err != nil {
+		t.Fatalf("heartbeat for 1m: %v", err)
+	}
+	if _, err := newBackend(t, sqliteq.Options{BusyTimeout: time.Second}).Claim(ctx, core.ClaimRequest{Queue: "q", WorkerID: "w", Limit: 1, LeaseTTL: 2 * time.Second}); !errors.Is(err, core.ErrInvalidArgument) {
+		t.Fatalf("claim with a 2s lease and a 1s statement wait: %v, want core.ErrInvalidArgument", err)
 	}
 }

@@ -20,12 +20,15 @@
 // power cut. [SyncNormal] trades that for speed: in WAL mode a power cut
 // may then lose the last transactions, never corrupt the file.
 //
-// Lock waits are bounded far below any sane lease TTL: each statement
-// waits at most Options.BusyTimeout for the file lock (another process's
-// writer) and a transaction that still hits SQLITE_BUSY is rolled back
-// and run again until Options.MaxBusyWait has passed. A job is never
-// lost or doubled by a retry, because a retried transaction was rolled
-// back before it runs again.
+// Lock waits are bounded far below the leases: each statement waits at
+// most Options.BusyTimeout for the file lock (another process's writer)
+// and a transaction that still hits SQLITE_BUSY is rolled back and run
+// again, in all for at most a quarter of the shortest lease a claim or
+// heartbeat asked for ([LeaseBusyFraction]; Options.MaxBusyWait sets the
+// retries by hand, and a lease too short for it is refused). A job is
+// never lost or doubled by a retry, because a retried transaction was
+// rolled back before it runs again, nor by a heartbeat that waited for
+// the lock past its lease.
 //
 // The backend implements [core.Notifier] inside the process (another
 // process's enqueues are seen by the polling tick, Options.PollInterval)

@@ -24,11 +24,23 @@ const (
 
 // Defaults of [Options].
 const (
-	DefaultBusyTimeout  = time.Second
+	// DefaultBusyTimeout is short: a write that meets another process's
+	// lock is rolled back and run again, up to its busy wait, so a long
+	// wait inside one statement only makes the wait harder to bound.
+	DefaultBusyTimeout = 100 * time.Millisecond
+	// DefaultMaxBusyWait is the most a zero MaxBusyWait lets a write wait.
 	DefaultMaxBusyWait  = 5 * time.Second
 	DefaultPollInterval = time.Second
 	DefaultReadConns    = 4
 )
+
+// LeaseBusyFraction is how much of the shortest lease the busy wait may
+// take: a lease must be at least this many times BusyTimeout+MaxBusyWait.
+// A write that waits for the file lock holds the backend's one writer
+// connection, so a heartbeat may wait behind it and then for the lock
+// itself; two such waits plus a heartbeat interval of up to half the
+// lease still end before the lease does, and no job runs twice.
+const LeaseBusyFraction = 4
 
 // Options configures a Backend. The zero value is durable and ready.
 type Options struct {
@@ -50,8 +62,15 @@ type Options struct {
 	// lock on the file; zero means [DefaultBusyTimeout].
 	BusyTimeout time.Duration
 	// MaxBusyWait bounds how long a write keeps retrying after
-	// SQLITE_BUSY before it returns the error; zero means
-	// [DefaultMaxBusyWait]. Keep it far below your lease TTLs.
+	// SQLITE_BUSY before it returns the error. Zero follows the leases:
+	// once a claim or a heartbeat asked for a lease, every write (that
+	// call's own included) waits at most a quarter of the shortest lease
+	// asked for so far, BusyTimeout included, and never more than
+	// [DefaultMaxBusyWait]. A claim or heartbeat whose lease is shorter
+	// than [LeaseBusyFraction] × (BusyTimeout + MaxBusyWait) is refused
+	// with [core.ErrInvalidArgument]: a write waiting that long for the
+	// lock could let the lease expire under a running attempt, and the
+	// job would run twice.
 	MaxBusyWait time.Duration
 	// ReadConns is the size of the reader pool; zero means
 	// [DefaultReadConns].
@@ -71,9 +90,6 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	if o.BusyTimeout == 0 {
 		o.BusyTimeout = DefaultBusyTimeout
-	}
-	if o.MaxBusyWait == 0 {
-		o.MaxBusyWait = DefaultMaxBusyWait
 	}
 	if o.ReadConns == 0 {
 		o.ReadConns = DefaultReadConns

@@ -174,6 +174,9 @@ type SQLStore struct {
 	IsBusy func(error) bool
 	// MaxBusyWait bounds how long WriteTx keeps retrying lock conflicts.
 	MaxBusyWait time.Duration
+	// BusyWait, when set, gives the bound of each transaction instead of
+	// MaxBusyWait (which can then follow the leases handed out).
+	BusyWait func() time.Duration
 	// OnBusy is called before each retry.
 	OnBusy func(attempt int, err error)
 }
@@ -185,14 +188,19 @@ func (e errCommit) Unwrap() error { return e.error }
 
 // WriteTx implements Store. A transaction that failed with a lock
 // conflict before its COMMIT was rolled back and is run again, with a
-// short backoff, until MaxBusyWait has passed.
+// short backoff, until the bound (BusyWait, else MaxBusyWait) has passed;
+// the last run may still wait one statement's busy timeout.
 func (s *SQLStore) WriteTx(ctx context.Context, fn func(Querier) error) error {
 	start := time.Now()
+	bound := s.MaxBusyWait
+	if s.BusyWait != nil {
+		bound = s.BusyWait()
+	}
 	backoff := time.Millisecond
 	for attempt := 1; ; attempt++ {
 		err := s.once(ctx, fn)
 		var ce errCommit
-		if err == nil || errors.As(err, &ce) || s.IsBusy == nil || !s.IsBusy(err) || time.Since(start) >= s.MaxBusyWait {
+		if err == nil || errors.As(err, &ce) || s.IsBusy == nil || !s.IsBusy(err) || time.Since(start) >= bound {
 			if errors.As(err, &ce) {
 				return ce.error
 			}
@@ -201,7 +209,7 @@ func (s *SQLStore) WriteTx(ctx context.Context, fn func(Querier) error) error {
 		if s.OnBusy != nil {
 			s.OnBusy(attempt, err)
 		}
-		t := time.NewTimer(backoff)
+		t := time.NewTimer(max(0, min(backoff, bound-time.Since(start))))
 		select {
 		case <-ctx.Done():
 			t.Stop()
