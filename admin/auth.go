@@ -64,10 +64,11 @@ func NoAuth() Auth { return Auth{mode: authNone, openPerm: PermAdmin} }
 func NoAuthReadOnly() Auth { return Auth{mode: authNone, openPerm: PermRead} }
 
 // Tokens authenticates callers by bearer token: a request whose
-// "Authorization: Bearer <token>" header (or, for the dashboard, the
-// session cookie set by its login form) carries one of adminTokens gets
+// "Authorization: Bearer <token>" header carries one of adminTokens gets
 // [PermAdmin], one of readTokens gets [PermRead], and any other request is
-// refused with 401. Tokens are compared in constant time. At least one
+// refused with 401. The dashboard also has a login form: it checks the
+// token once and starts a session kept in the handler's memory, whose
+// random id (never the token) is the browser's cookie. Tokens are compared in constant time. At least one
 // token must be given and none may be empty (else [New] fails).
 func Tokens(readTokens, adminTokens []string) Auth {
 	a := Auth{mode: authTokens}
@@ -116,9 +117,6 @@ func (a Auth) validate() error {
 	return nil
 }
 
-// sessionCookie is the cookie the dashboard's login form sets in [Tokens] mode.
-const sessionCookie = "boson_admin_token"
-
 func hashToken(t string) [sha256.Size]byte { return sha256.Sum256([]byte(t)) }
 
 // tokenPermission returns the permission of a presented token. Every stored
@@ -143,10 +141,9 @@ func (a Auth) tokenPermission(tok string) Permission {
 	return perm
 }
 
-// permission decides the caller's permission. allowCookie admits the
-// dashboard's session cookie in Tokens mode; the JSON API takes only the
-// Authorization header.
-func (a Auth) permission(r *http.Request, allowCookie bool) (Permission, error) {
+// permission decides the caller's permission from the request's headers
+// (the dashboard's session cookie is the handler's to check).
+func (a Auth) permission(r *http.Request) (Permission, error) {
 	switch a.mode {
 	case authNone:
 		return a.openPerm, nil
@@ -162,11 +159,6 @@ func (a Auth) permission(r *http.Request, allowCookie bool) (Permission, error) 
 	case authTokens:
 		if tok, ok := bearerToken(r); ok {
 			return a.tokenPermission(tok), nil
-		}
-		if allowCookie {
-			if c, err := r.Cookie(sessionCookie); err == nil {
-				return a.tokenPermission(c.Value), nil
-			}
 		}
 		return PermNone, nil
 	}

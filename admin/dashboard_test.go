@@ -181,6 +181,29 @@ func TestDashboardButtonsFollowPermission(t *testing.T) {
 	}
 }
 
+var csrfRE = regexp.MustCompile(`name="csrf" value="([0-9a-f]+)"`)
+
+// formToken loads a dashboard page with c (whose jar keeps the CSRF
+// cookie) and returns the CSRF token of its forms.
+func formToken(t *testing.T, c *http.Client, u, token string) string {
+	t.Helper()
+	req, _ := http.NewRequest("GET", u, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	m := csrfRE.FindStringSubmatch(string(b))
+	if m == nil {
+		t.Fatalf("%s: no CSRF token in the page (%d)", u, resp.StatusCode)
+	}
+	return m[1]
+}
+
 func postForm(t *testing.T, c *http.Client, u string, form url.Values, token string) *http.Response {
 	t.Helper()
 	req, _ := http.NewRequest("POST", u, strings.NewReader(form.Encode()))
@@ -200,43 +223,45 @@ func TestDashboardFormsNeedCSRFAndAdmin(t *testing.T) {
 	e := newEnv(t, Tokens([]string{readToken}, []string{adminToken}))
 	srv := mounted(t, e.h)
 	c := srv.Client()
+	c.Jar, _ = cookiejar.New(nil)
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	cancel := srv.URL + "/ops/admin/jobs/" + e.ids.queued + "/cancel"
+	csrf := formToken(t, c, srv.URL+"/ops/admin/", adminToken)
 	if r := postForm(t, c, cancel, url.Values{}, adminToken); r.StatusCode != 403 {
 		t.Fatalf("no csrf token: %d", r.StatusCode)
 	}
 	if r := postForm(t, c, cancel, url.Values{"csrf": {"wrong"}}, adminToken); r.StatusCode != 403 {
 		t.Fatalf("wrong csrf token: %d", r.StatusCode)
 	}
-	if r := postForm(t, c, cancel, url.Values{"csrf": {e.h.csrf}}, readToken); r.StatusCode != 403 {
+	if r := postForm(t, c, cancel, url.Values{"csrf": {csrf}}, readToken); r.StatusCode != 403 {
 		t.Fatalf("read token: %d", r.StatusCode)
 	}
-	if r := postForm(t, c, cancel, url.Values{"csrf": {e.h.csrf}}, ""); r.StatusCode != 401 {
+	if r := postForm(t, c, cancel, url.Values{"csrf": {csrf}}, ""); r.StatusCode != 401 {
 		t.Fatalf("no auth: %d", r.StatusCode)
 	}
 	if j, _ := e.be.GetJob(context.Background(), e.ids.queued); j.State != core.StateQueued {
 		t.Fatal("a refused form changed the job")
 	}
-	r := postForm(t, c, cancel, url.Values{"csrf": {e.h.csrf}}, adminToken)
+	r := postForm(t, c, cancel, url.Values{"csrf": {csrf}}, adminToken)
 	if r.StatusCode != 303 || r.Header.Get("Location") != "../"+e.ids.queued {
 		t.Fatalf("cancel: %d %q", r.StatusCode, r.Header.Get("Location"))
 	}
 	if j, _ := e.be.GetJob(context.Background(), e.ids.queued); j.State != core.StateCancelled {
 		t.Fatal("cancel did not happen")
 	}
-	r = postForm(t, c, srv.URL+"/ops/admin/jobs/"+e.ids.queued+"/retry", url.Values{"csrf": {e.h.csrf}}, adminToken)
+	r = postForm(t, c, srv.URL+"/ops/admin/jobs/"+e.ids.queued+"/retry", url.Values{"csrf": {csrf}}, adminToken)
 	if j, _ := e.be.GetJob(context.Background(), e.ids.queued); r.StatusCode != 303 || j.State != core.StateQueued {
 		t.Fatalf("retry: %d %s", r.StatusCode, j.State)
 	}
-	r = postForm(t, c, srv.URL+"/ops/admin/queues/mail/pause", url.Values{"csrf": {e.h.csrf}}, adminToken)
+	r = postForm(t, c, srv.URL+"/ops/admin/queues/mail/pause", url.Values{"csrf": {csrf}}, adminToken)
 	if cfg, _ := e.be.GetQueueConfig(context.Background(), "mail"); r.StatusCode != 303 || r.Header.Get("Location") != "../../" || !cfg.Paused {
 		t.Fatalf("pause: %d %v", r.StatusCode, cfg)
 	}
-	r = postForm(t, c, srv.URL+"/ops/admin/queues/mail/resume", url.Values{"csrf": {e.h.csrf}}, adminToken)
+	r = postForm(t, c, srv.URL+"/ops/admin/queues/mail/resume", url.Values{"csrf": {csrf}}, adminToken)
 	if cfg, _ := e.be.GetQueueConfig(context.Background(), "mail"); r.StatusCode != 303 || cfg.Paused {
 		t.Fatalf("resume: %d %v", r.StatusCode, cfg)
 	}
-	r = postForm(t, c, srv.URL+"/ops/admin/jobs/"+e.ids.succeeded+"/cancel", url.Values{"csrf": {e.h.csrf}}, adminToken)
+	r = postForm(t, c, srv.URL+"/ops/admin/jobs/"+e.ids.succeeded+"/cancel", url.Values{"csrf": {csrf}}, adminToken)
 	if r.StatusCode != 409 {
 		t.Fatalf("cancel of a succeeded job: %d", r.StatusCode)
 	}
@@ -263,15 +288,22 @@ func TestDashboardLoginSession(t *testing.T) {
 		t.Fatalf("login: %d", r.StatusCode)
 	}
 	u, _ := url.Parse(srv.URL + "/ops/admin/")
-	if cs := jar.Cookies(u); len(cs) != 1 || cs[0].Name != sessionCookie {
-		t.Fatalf("session cookie: %v", cs)
+	var session *http.Cookie
+	for _, c := range jar.Cookies(u) {
+		if c.Name == sessionCookie {
+			session = c
+		}
+	}
+	if session == nil || session.Value == readToken || strings.Contains(session.Value, readToken) {
+		t.Fatalf("session cookie: %v", jar.Cookies(u))
 	}
 	code, html = getPage(t, c, srv.URL+"/ops/admin/jobs/"+e.ids.queued)
 	if code != 200 || strings.Contains(html, `id="cancel"`) || !strings.Contains(html, "Log out") {
 		t.Fatalf("read session: %d", code)
 	}
-	// Logging out redirects to the login form, which answers 200.
-	if r := postForm(t, c, srv.URL+"/ops/admin/logout", url.Values{"csrf": {csrf[1]}}, ""); r.StatusCode != 200 || r.Request.URL.Path != "/ops/admin/login" {
+	// Logging out (with the session's own form token) redirects to the
+	// login form, which answers 200.
+	if r := postForm(t, c, srv.URL+"/ops/admin/logout", url.Values{"csrf": {formToken(t, c, srv.URL+"/ops/admin/", "")}}, ""); r.StatusCode != 200 || r.Request.URL.Path != "/ops/admin/login" {
 		t.Fatalf("logout: %d %s", r.StatusCode, r.Request.URL)
 	}
 	if code, _ = getPage(t, c, srv.URL+"/ops/admin/"); code != 401 {

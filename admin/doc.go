@@ -52,14 +52,22 @@
 //   - [Tokens]: bearer tokens with separate read-only and admin lists,
 //     compared in constant time. A missing or unknown token answers 401, a
 //     read token on a mutating endpoint 403. The API takes only the
-//     Authorization header; the dashboard also has a login form that keeps
-//     the token in an HttpOnly, SameSite=Strict cookie scoped to the mount
-//     path (use tokens of cookie-safe characters, such as hex).
+//     Authorization header; the dashboard also has a login form that
+//     checks the token once and starts a session held in the handler's
+//     memory. The browser keeps only the session's random id, in an
+//     HttpOnly, SameSite=Strict cookie scoped to the mount path; logging
+//     out ends the session (a copied cookie is then worthless), and so do
+//     [Options.SessionTTL] and a restart.
 //   - [Verifier]: your own function decides the [Permission] of each
 //     request (for example from an SSO proxy's header or a session).
 //   - [NoAuth] or [NoAuthReadOnly]: authentication off, by explicit choice.
 //
 // The OpenAPI document and the dashboard's stylesheet need no permission.
+//
+// Cookies are Secure when the handler's server terminated TLS, or when a
+// reverse proxy listed in [Options.TrustedProxies] forwards the request
+// with "X-Forwarded-Proto: https"; that header is ignored from any other
+// peer.
 //
 // # Cross-site request forgery
 //
@@ -67,8 +75,18 @@
 // [http.CrossOriginProtection], which refuses non-safe requests that a
 // browser marks as cross-origin (Sec-Fetch-Site or Origin headers); clients
 // that are not browsers are unaffected. In addition every dashboard form
-// carries a per-handler secret token in a hidden field, compared in
-// constant time; the secret is random and lives as long as the handler.
+// carries a token in a hidden field, bound to the caller's session (or,
+// before login and without sessions, to a random per-browser cookie): an
+// HMAC under a random per-handler secret, so that a token shown to one
+// session, or on the login page, is refused for any other.
+//
+// # Host check
+//
+// [Options.AllowedHosts] lists the host names the handler answers for;
+// others get 403. With no list, a request that arrived on a loopback
+// address must name a loopback host (localhost, 127.0.0.1, ::1), which
+// defeats DNS rebinding: a page of another site cannot have the
+// browser read a dashboard served on 127.0.0.1 under the site's name.
 //
 // # Dashboard
 //

@@ -2,25 +2,31 @@ package admin
 
 import (
 	"crypto/rand"
-	"encoding/hex"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
+
+	"github.com/boson-go/boson/core"
 )
 
 // Handler serves the JSON API under /api/v1/ and the dashboard under /.
 // It is safe for concurrent use. Mount it under any prefix with
 // [http.StripPrefix]: every link and redirect it produces is relative.
 type Handler struct {
-	opts    Options
-	st      stores
-	log     *slog.Logger
-	routes  []route
-	csrf    string
-	maxBody int64
-	pages   *pages
-	cop     *http.CrossOriginProtection
+	opts     Options
+	st       stores
+	log      *slog.Logger
+	routes   []route
+	csrfKey  [32]byte
+	sessions *sessions
+	proxies  []netip.Prefix
+	hosts    []string
+	anyHost  bool
+	maxBody  int64
+	pages    *pages
+	cop      *http.CrossOriginProtection
 }
 
 // New returns a handler for opts. It fails with an error wrapping
@@ -55,11 +61,21 @@ func New(opts Options) (*Handler, error) {
 	if h.opts.Title == "" {
 		h.opts.Title = "boson"
 	}
-	var secret [32]byte
-	if _, err := rand.Read(secret[:]); err != nil {
+	if _, err := rand.Read(h.csrfKey[:]); err != nil {
 		return nil, err
 	}
-	h.csrf = hex.EncodeToString(secret[:])
+	ttl := h.opts.SessionTTL
+	if ttl == 0 {
+		ttl = DefaultSessionTTL
+	}
+	h.sessions = newSessions(core.ClockOrSystem(opts.Clock), ttl)
+	var err error
+	if h.proxies, err = parseProxies(opts.TrustedProxies); err != nil {
+		return nil, err
+	}
+	if h.hosts, h.anyHost, err = parseHosts(opts.AllowedHosts); err != nil {
+		return nil, err
+	}
 	p, err := loadPages()
 	if err != nil {
 		return nil, err
@@ -82,6 +98,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	api := strings.HasPrefix(path, "/api/")
+	if !h.hostAllowed(r) {
+		h.deny(w, r, api, errorf(http.StatusForbidden, "host_not_allowed", "this server does not answer for host "+requestHost(r)+"; list it in the handler's allowed hosts"))
+		return
+	}
 	if err := h.cop.Check(r); err != nil {
 		h.deny(w, r, api, errorf(http.StatusForbidden, "cross_origin", "cross-origin request refused"))
 		return
@@ -99,7 +119,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	perm := PermNone
 	if rt.perm > PermNone {
 		var err error
-		perm, err = h.opts.Auth.permission(r, !rt.api)
+		perm, err = h.permission(r, !rt.api)
 		if err != nil {
 			h.log.InfoContext(r.Context(), "admin: authentication failed", "path", path, "err", err)
 		}
@@ -121,6 +141,22 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r = r.WithContext(withPerm(r.Context(), perm))
 	rt.serve(w, r, p)
+}
+
+// permission decides the caller's permission. The dashboard admits the
+// session cookie of a login in [Tokens] mode; the JSON API takes only the
+// Authorization header.
+func (h *Handler) permission(r *http.Request, dashboard bool) (Permission, error) {
+	if dashboard && h.opts.Auth.mode == authTokens {
+		if _, present := bearerToken(r); !present {
+			_, s, ok := h.sessionOf(r)
+			if !ok {
+				return PermNone, nil
+			}
+			return s.perm, nil
+		}
+	}
+	return h.opts.Auth.permission(r)
 }
 
 // deny answers an error as JSON on API paths and as an HTML page elsewhere.

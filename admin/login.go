@@ -6,8 +6,11 @@ import (
 )
 
 // The login form exists in [Tokens] mode only: a browser cannot attach a
-// bearer header to page loads, so the form stores the token in an
-// HttpOnly, SameSite=Strict cookie that only dashboard routes accept.
+// bearer header to page loads, so the form checks the token once and
+// starts a server-side session. The browser keeps only the session's
+// random id, in an HttpOnly, SameSite=Strict cookie that only dashboard
+// routes accept; logging out ends the session, so a copied cookie is
+// worth nothing afterwards.
 
 func (h *Handler) renderLogin(w http.ResponseWriter, r *http.Request, status int, msg string) {
 	v := h.newView(r, nil)
@@ -38,13 +41,22 @@ func (h *Handler) uiLogin(w http.ResponseWriter, r *http.Request, _ params) {
 		return
 	}
 	tok := strings.TrimSpace(r.PostForm.Get("token"))
-	if h.opts.Auth.tokenPermission(tok) == PermNone {
+	perm := h.opts.Auth.tokenPermission(tok)
+	if perm == PermNone {
 		h.renderLogin(w, r, http.StatusUnauthorized, "That token is not valid.")
 		return
 	}
+	if old, _, ok := h.sessionOf(r); ok {
+		h.sessions.end(old)
+	}
+	id, err := h.sessions.create(perm)
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
 	http.SetCookie(w, &http.Cookie{
-		Name: sessionCookie, Value: tok, Path: cookiePath(r, "/login"),
-		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode,
+		Name: sessionCookie, Value: id, Path: cookiePath(r, "/login"),
+		HttpOnly: true, Secure: h.secure(r), SameSite: http.SameSiteStrictMode,
 	})
 	seeOther(w, "./")
 }
@@ -54,9 +66,12 @@ func (h *Handler) uiLogout(w http.ResponseWriter, r *http.Request, _ params) {
 		h.renderError(w, r, err)
 		return
 	}
+	if id, _, ok := h.sessionOf(r); ok {
+		h.sessions.end(id)
+	}
 	http.SetCookie(w, &http.Cookie{
 		Name: sessionCookie, Value: "", Path: cookiePath(r, "/logout"), MaxAge: -1,
-		HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode,
+		HttpOnly: true, Secure: h.secure(r), SameSite: http.SameSiteStrictMode,
 	})
 	seeOther(w, "login")
 }

@@ -3,6 +3,7 @@ package admin
 import (
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/boson-go/boson/core"
 )
@@ -59,6 +60,24 @@ type Options struct {
 	Clock core.Clock
 	// Title is shown in the dashboard's header; empty means "boson".
 	Title string
+	// SessionTTL is how long a dashboard login ([Tokens] mode) lasts; 0
+	// means [DefaultSessionTTL]. Sessions live in the handler's memory:
+	// logging out ends one at once, and a restart ends them all.
+	SessionTTL time.Duration
+	// TrustedProxies lists the addresses (such as "10.0.0.5") or CIDR
+	// prefixes (such as "10.0.0.0/8") of the reverse proxies in front of
+	// the handler. A request whose direct peer is one of them and whose
+	// X-Forwarded-Proto is "https" gets Secure cookies, as do requests
+	// over the handler's own TLS; the header of any other peer is ignored.
+	TrustedProxies []string
+	// AllowedHosts lists the host names (or IP addresses, or "*.example.com"
+	// for every name under a domain; no ports) that a request's Host header
+	// may name; other requests are refused with 403. Empty means: a request
+	// that arrived on a loopback address must name a loopback host
+	// (localhost, *.localhost, 127.0.0.1, ::1), which defeats DNS
+	// rebinding against a dashboard served on 127.0.0.1; other requests
+	// are not checked. "*" turns the check off.
+	AllowedHosts []string
 }
 
 func (o Options) validate() error {
@@ -67,6 +86,9 @@ func (o Options) validate() error {
 	}
 	if o.Auth.mode == authUnset {
 		return fmt.Errorf("%w: admin: Options.Auth is required; use admin.NoAuth() to serve without authentication", core.ErrInvalidArgument)
+	}
+	if o.SessionTTL < 0 {
+		return fmt.Errorf("%w: admin: Options.SessionTTL must not be negative", core.ErrInvalidArgument)
 	}
 	if o.MaxBodyBytes < 0 {
 		return fmt.Errorf("%w: admin: Options.MaxBodyBytes must not be negative", core.ErrInvalidArgument)

@@ -111,6 +111,9 @@ type view struct {
 	Status   int
 	Message  string
 	Data     any
+
+	// csrfCookie, when set, is sent with the page: the binding of CSRF.
+	csrfCookie *http.Cookie
 }
 
 // rootOf returns the relative reference from the page at path (inside the
@@ -125,10 +128,11 @@ func rootOf(path string) string {
 
 func (h *Handler) newView(r *http.Request, data any) view {
 	perm := permFrom(r.Context())
-	_, cookieErr := r.Cookie(sessionCookie)
+	_, _, session := h.sessionOf(r)
+	csrf, cookie := h.pageCSRF(r)
 	return view{
 		Title: h.opts.Title, Root: rootOf(r.URL.Path), Perm: perm, CanAdmin: perm >= PermAdmin,
-		CSRF: h.csrf, Session: h.opts.Auth.mode == authTokens && cookieErr == nil, Data: data,
+		CSRF: csrf, Session: session, Data: data, csrfCookie: cookie,
 	}
 }
 
@@ -139,6 +143,9 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 		h.log.ErrorContext(r.Context(), "admin: render page", "page", name, "err", err)
 		http.Error(w, "internal error", http.StatusInternalServerError)
 		return
+	}
+	if v.csrfCookie != nil {
+		http.SetCookie(w, v.csrfCookie)
 	}
 	hd := w.Header()
 	hd.Set("Content-Type", "text/html; charset=utf-8")

@@ -1,7 +1,6 @@
 package admin
 
 import (
-	"crypto/subtle"
 	"errors"
 	"html/template"
 	"net/http"
@@ -137,7 +136,8 @@ func (h *Handler) uiTasks(w http.ResponseWriter, r *http.Request, _ params) {
 	h.render(w, r, http.StatusOK, "tasks", h.newView(r, ts))
 }
 
-// checkForm parses a dashboard form and checks its CSRF token.
+// checkForm parses a dashboard form and checks its CSRF token, which is
+// bound to the caller's session (or, without one, to its CSRF cookie).
 func (h *Handler) checkForm(r *http.Request) error {
 	if err := r.ParseForm(); err != nil {
 		var mbe *http.MaxBytesError
@@ -146,8 +146,7 @@ func (h *Handler) checkForm(r *http.Request) error {
 		}
 		return invalidf("form", "cannot be parsed")
 	}
-	tok := r.PostForm.Get("csrf")
-	if subtle.ConstantTimeCompare([]byte(tok), []byte(h.csrf)) != 1 {
+	if !h.checkCSRF(r, r.PostForm.Get("csrf")) {
 		return errorf(http.StatusForbidden, "csrf", "the form's CSRF token is missing or stale; reload the page and try again")
 	}
 	return nil
