@@ -18,6 +18,7 @@ type serveFlags struct {
 	addr, prefix, title   string
 	readTokens, adminToks stringList
 	tasks                 stringList
+	hosts, proxies        stringList
 	noAuth                bool
 }
 
@@ -33,7 +34,13 @@ Authentication: bearer tokens from --admin-token and --read-token (each
 repeatable or comma-separated; also $BOSON_ADMIN_TOKENS and
 $BOSON_READ_TOKENS). Without tokens, a loopback --addr serves read-only with
 no login; any other address is refused unless --no-auth turns authentication
-off explicitly (every caller may then cancel, retry, pause and enqueue).`,
+off explicitly (every caller may then cancel, retry, pause and enqueue).
+
+On a loopback --addr only requests for localhost or a loopback address are
+answered (a page of another site cannot read the dashboard through DNS
+rebinding); --allowed-host lists the names to answer for instead (behind a
+local proxy that forwards its own Host, name it). Cookies are Secure over a
+--trusted-proxy that sends "X-Forwarded-Proto: https".`,
 		flags: func(fs *flag.FlagSet, c *call) {
 			sf := &serveFlags{}
 			c.opts = sf
@@ -43,6 +50,8 @@ off explicitly (every caller may then cancel, retry, pause and enqueue).`,
 			fs.Var(&sf.adminToks, "admin-token", "bearer `token` with admin permission (repeatable)")
 			fs.Var(&sf.readTokens, "read-token", "bearer `token` with read permission (repeatable)")
 			fs.Var(&sf.tasks, "task", "task `name` the task pages always list (repeatable)")
+			fs.Var(&sf.hosts, "allowed-host", "host `name` to answer for (repeatable; *.domain for a domain, * for any)")
+			fs.Var(&sf.proxies, "trusted-proxy", "`address` or CIDR of a reverse proxy whose X-Forwarded-Proto is trusted (repeatable)")
 			fs.BoolVar(&sf.noAuth, "no-auth", false, "turn authentication off: every caller is admin")
 		},
 		run: runServe,
@@ -79,7 +88,10 @@ func runServe(ctx context.Context, c *call) error {
 		return err
 	}
 	logger := slog.New(slog.NewTextHandler(c.env.Stderr, nil))
-	h, err := admin.New(admin.Options{Backend: st.Backend, Auth: auth, Logger: logger, Tasks: f.tasks, Title: f.title})
+	h, err := admin.New(admin.Options{
+		Backend: st.Backend, Auth: auth, Logger: logger, Tasks: f.tasks, Title: f.title,
+		AllowedHosts: f.hosts, TrustedProxies: f.proxies,
+	})
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"sync"
@@ -29,16 +30,16 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
-func TestServe(t *testing.T) {
-	db := "sqlite:" + t.TempDir() + "/serve.db"
-	must(t, ExitOK, "enqueue", "--url", db, "--task", "t", "--queue", "web")
+// serve starts "boson serve" with args and returns its base URL and a
+// function that interrupts it and returns its exit code.
+func serve(t *testing.T, args ...string) (string, func() int) {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	var stderr lockedBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- Main(ctx, []string{"serve", "--url", db, "--addr", "127.0.0.1:0", "--prefix", "/ops", "--admin-token", "s3cret"},
-			Env{Stdout: &bytes.Buffer{}, Stderr: &stderr})
+		done <- Main(ctx, append([]string{"serve"}, args...), Env{Stdout: &bytes.Buffer{}, Stderr: &stderr})
 	}()
 	re := regexp.MustCompile(`listening on (http://\S+)`)
 	var base string
@@ -52,6 +53,20 @@ func TestServe(t *testing.T) {
 			base = m[1]
 		}
 	}
+	return base, func() int {
+		cancel()
+		code := <-done
+		if code != ExitOK {
+			t.Errorf("serve exited %d after interrupt: %s", code, stderr.String())
+		}
+		return code
+	}
+}
+
+func TestServe(t *testing.T) {
+	db := "sqlite:" + t.TempDir() + "/serve.db"
+	must(t, ExitOK, "enqueue", "--url", db, "--task", "t", "--queue", "web")
+	base, stop := serve(t, "--url", db, "--addr", "127.0.0.1:0", "--prefix", "/ops", "--admin-token", "s3cret")
 	get := func(path, token string) int {
 		req, _ := http.NewRequest("GET", base+path, nil)
 		if token != "" {
@@ -73,9 +88,51 @@ func TestServe(t *testing.T) {
 	if !strings.HasSuffix(base, "/ops/") {
 		t.Errorf("base %q does not end in the prefix", base)
 	}
-	cancel()
-	if code := <-done; code != ExitOK {
-		t.Fatalf("serve exited %d after interrupt: %s", code, stderr.String())
+	stop()
+}
+
+// TestServeLoopbackRefusesRebinding: the read-only dashboard that a
+// loopback address serves without login answers only requests for a
+// loopback host, so a page of another site whose name was rebound to
+// 127.0.0.1 cannot read it; --allowed-host adds a name.
+func TestServeLoopbackRefusesRebinding(t *testing.T) {
+	db := "sqlite:" + t.TempDir() + "/serve.db"
+	must(t, ExitOK, "enqueue", "--url", db, "--task", "t", "--queue", "web")
+	get := func(base, host string) int {
+		req, _ := http.NewRequest("GET", base+"api/v1/queues", nil)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	base, stop := serve(t, "--url", db, "--addr", "127.0.0.1:0")
+	u, _ := url.Parse(base)
+	if code := get(base, u.Host); code != http.StatusOK {
+		t.Errorf("Host %s: %d, want 200", u.Host, code)
+	}
+	if code := get(base, "localhost:"+u.Port()); code != http.StatusOK {
+		t.Errorf("Host localhost: %d, want 200", code)
+	}
+	if code := get(base, "attacker.example:"+u.Port()); code != http.StatusForbidden {
+		t.Errorf("rebound Host attacker.example: %d, want 403", code)
+	}
+	stop()
+
+	base, stop = serve(t, "--url", db, "--addr", "127.0.0.1:0", "--allowed-host", "jobs.internal")
+	if code := get(base, "jobs.internal"); code != http.StatusOK {
+		t.Errorf("--allowed-host jobs.internal: %d, want 200", code)
+	}
+	if code := get(base, "attacker.example"); code != http.StatusForbidden {
+		t.Errorf("--allowed-host, Host attacker.example: %d, want 403", code)
+	}
+	stop()
+
+	r := run(t, nil, "", "serve", "--url", db, "--addr", "127.0.0.1:0", "--trusted-proxy", "not-an-address")
+	if r.code != ExitUsage {
+		t.Errorf("--trusted-proxy not-an-address: exit %d, want %d: %s", r.code, ExitUsage, r.stderr)
 	}
 }
 
