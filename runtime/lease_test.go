@@ -46,7 +46,8 @@ func TestLongHandlerKeepsLease(t *testing.T) {
 }
 
 // Once a lease is rescued away, the stale attempt's context is cancelled
-// and its writes are refused.
+// and its writes are refused; once one was refused, the attempt starts no
+// other step body, even with a context that is not cancelled.
 func TestLeaseLostFencesWrites(t *testing.T) {
 	e := newEnv(t)
 	ctx := ctxT(t)
@@ -56,7 +57,8 @@ func TestLeaseLostFencesWrites(t *testing.T) {
 		o.Concurrency = 1
 	})
 	gate := make(chan struct{})
-	stale := make(chan error, 1)
+	stale := make(chan error, 2)
+	ran := make(chan bool, 1)
 	var calls int
 	_ = boson.Register(w, addTask, func(ctx context.Context, in addIn) (addOut, error) {
 		calls++
@@ -64,8 +66,13 @@ func TestLeaseLostFencesWrites(t *testing.T) {
 			<-gate
 			// Without ctx's cancellation (the worker may have noticed the
 			// rescue already), so that fencing is what refuses the write.
-			_, err := stepA.Run(context.WithoutCancel(ctx), func(context.Context) (int, error) { return 1, nil })
+			live := context.WithoutCancel(ctx)
+			_, err := stepA.Run(live, func(context.Context) (int, error) { return 1, nil })
 			stale <- err
+			called := false
+			_, err = stepGuarded.Run(live, func(context.Context) (int, error) { called = true; return 1, nil })
+			stale <- err
+			ran <- called
 			<-ctx.Done()
 			return addOut{}, ctx.Err()
 		}
@@ -80,8 +87,13 @@ func TestLeaseLostFencesWrites(t *testing.T) {
 		t.Fatalf("rescue %+v %v", r, err)
 	}
 	close(gate)
-	if err := <-stale; !errors.Is(err, core.ErrLeaseLost) {
-		t.Fatalf("stale step: %v", err)
+	for range 2 {
+		if err := <-stale; !errors.Is(err, core.ErrLeaseLost) {
+			t.Fatalf("stale step: %v", err)
+		}
+	}
+	if <-ran {
+		t.Fatal("a step body ran after the attempt's lease was lost")
 	}
 	out, err := h.Wait(ctx)
 	if err != nil || out.Sum != 2 {
