@@ -142,10 +142,14 @@ type Run struct {
 // Summary condenses a run: the whole load, and its first and last windows
 // (a sixth of the samples, at least one, at most five).
 type Summary struct {
-	Window   int     `json:"window_samples"`
+	Window int `json:"window_samples"`
+	// Starts counts the first starts of the whole run, those after the
+	// load included; P50, P90 and P99 are their latencies in milliseconds.
+	Starts   int64   `json:"starts"`
 	Offered  float64 `json:"offered_per_sec"`
 	Drained  float64 `json:"drained_per_sec"`
 	P50      float64 `json:"start_p50_ms"`
+	P90      float64 `json:"start_p90_ms"`
 	P99      float64 `json:"start_p99_ms"`
 	FirstP99 float64 `json:"first_p99_ms"`
 	LastP50  float64 `json:"last_p50_ms"`
@@ -271,7 +275,7 @@ func Steady(ctx context.Context, spec Spec, spawn SpawnFunc, m *Meter, probe *Pr
 	}
 	run.Tail = time.Since(loadEnd).Seconds()
 	run.Spawned, run.Done = m.Counts()
-	run.Summary = summarize(run.Samples, hists, loadSecs)
+	run.Summary = summarize(run.Samples, hists, m.cut(), loadSecs)
 	return run, nil
 }
 
@@ -309,9 +313,9 @@ func offer(ctx context.Context, spec Spec, spawn SpawnFunc, m *Meter, start time
 	return errors.Join(all...)
 }
 
-// summarize computes a run's Summary from its samples and their latency
-// histograms.
-func summarize(samples []Sample, hists []histogram, loadSecs float64) Summary {
+// summarize computes a run's Summary from its samples, their latency
+// histograms, and the latencies of the jobs that started after the load.
+func summarize(samples []Sample, hists []histogram, tail histogram, loadSecs float64) Summary {
 	n := len(samples)
 	var s Summary
 	if n == 0 {
@@ -338,9 +342,11 @@ func summarize(samples []Sample, hists []histogram, loadSecs float64) Summary {
 			s.PeakDead = max(s.PeakDead, smp.Tables.DeadTuples)
 		}
 	}
+	all.merge(tail)
+	s.Starts = all.n
 	s.Offered, s.Drained = spawned/loadSecs, done/loadSecs
 	s.LastOffered, s.LastDrained = lastSpawned/lastSecs, lastDone/lastSecs
-	s.P50, s.P99 = all.quantile(0.50), all.quantile(0.99)
+	s.P50, s.P90, s.P99 = all.quantile(0.50), all.quantile(0.90), all.quantile(0.99)
 	s.FirstP99 = first.quantile(0.99)
 	s.LastP50, s.LastP99 = last.quantile(0.50), last.quantile(0.99)
 	if t := samples[(n-1)/2].Tables; t != nil {

@@ -10,8 +10,8 @@ import (
 )
 
 // runBatch spawns cfg.Jobs jobs of task, then starts a worker with
-// cfg.Concurrency slots and times the drain.
-func (e *env) runBatch(ctx context.Context, name string, task boson.Task[benchIn, struct{}]) (Result, error) {
+// concurrency slots (or userDefaults) and times the drain.
+func (e *env) runBatch(ctx context.Context, name string, task boson.Task[benchIn, struct{}], concurrency int) (Result, error) {
 	n := e.cfg.Jobs
 	queue := e.queueName(name)
 	tr := newTracker(n, int64(n))
@@ -22,7 +22,7 @@ func (e *env) runBatch(ctx context.Context, name string, task boson.Task[benchIn
 	if err != nil {
 		return Result{}, err
 	}
-	w, err := e.newWorker(queue, e.cfg.Concurrency, tr)
+	w, err := e.newWorker(queue, concurrency, tr)
 	if err != nil {
 		return Result{}, err
 	}

@@ -58,10 +58,10 @@ func TestVerdicts(t *testing.T) {
 		}
 	}
 	// With several runs the verdict is the median of the runs' ratios.
-	ratios := scalingRatios(map[string][]Result{
+	ratios := pairRatios(map[string][]Result{
 		"scaling-small": {{DrainPerSec: 100}, {DrainPerSec: 100}, {DrainPerSec: 100}},
 		"scaling-large": {{DrainPerSec: 50}, {DrainPerSec: 90}, {DrainPerSec: 85}},
-	})
+	}, "scaling-large", "scaling-small")
 	v = verdicts("postgres", []Result{
 		{Scenario: "scaling-small", DrainPerSec: 100, Backlog: 10},
 		{Scenario: "scaling-large", DrainPerSec: 79, Backlog: 1000},
@@ -161,5 +161,71 @@ func TestWriteSVGAndTable(t *testing.T) {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("markdown lacks %q:\n%s", want, md.String())
 		}
+	}
+}
+
+// TestSoakAndDefaultsOnMem runs the soak and the defaults comparison on
+// the in-memory store and checks the shape of what they report.
+func TestSoakAndDefaultsOnMem(t *testing.T) {
+	b := mem.New(mem.Options{})
+	defer b.Close()
+	cfg := Config{Scenarios: []string{ScenarioBatchNoop, ScenarioSoak}, Runs: 1, Jobs: 200, Defaults: true,
+		Soak: SoakConfig{Rate: 400, Duration: time.Second, Interval: 250 * time.Millisecond, Retention: time.Second, RetentionInterval: 100 * time.Millisecond}}
+	rep, err := Run(context.Background(), Store{Backend: b, Kind: "mem"}, cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Fatalf("self-check failed: %+v", rep.Results)
+	}
+	got := map[string]Result{}
+	for _, r := range rep.Results {
+		got[r.Scenario] = r
+	}
+	for _, name := range []string{"batch-noop", "batch-noop-defaults", "soak"} {
+		if got[name].Jobs == 0 {
+			t.Errorf("no %s result: %+v", name, rep.Results)
+		}
+	}
+	if _, ok := got["batch-work"]; ok {
+		t.Error("batch-noop ran the working batch too")
+	}
+	if _, ok := got["soak-held"]; ok {
+		t.Error("a held-horizon soak ran on a store without PostgreSQL")
+	}
+	if len(rep.Soak) != 1 || len(rep.Soak[0].Samples) < 3 || rep.Soak[0].Spawned != 400 || rep.Soak[0].Done != 400 {
+		t.Fatalf("soak runs %+v", rep.Soak)
+	}
+	if s := got["soak"]; s.ToStart.N != 400 || s.ToStart.P50 <= 0 {
+		t.Errorf("soak spawn-to-start %+v, want 400 first starts", s.ToStart)
+	}
+	goals := map[string]bool{}
+	for _, v := range rep.Verdicts {
+		goals[v.Goal] = true
+	}
+	for _, g := range []string{"drain with WorkerOptions{} / with -w 100", "soak: drain of the last 1 interval(s)"} {
+		if !goals[g] {
+			t.Errorf("no verdict %q in %+v", g, rep.Verdicts)
+		}
+	}
+	var md bytes.Buffer
+	if err := WriteMarkdown(&md, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "#### boson on mem") || !strings.Contains(md.String(), "| batch-noop-defaults |") {
+		t.Errorf("markdown:\n%s", md.String())
+	}
+}
+
+func TestSoakConfigValidate(t *testing.T) {
+	bad := DefaultConfig
+	bad.Soak.Rate, bad.Soak.RetentionInterval = 20_000, time.Second
+	if err := bad.Validate(); !errors.Is(err, core.ErrInvalidArgument) || !strings.Contains(err.Error(), "retention interval") {
+		t.Errorf("retention that cannot keep up: %v", err)
+	}
+	bad = DefaultConfig
+	bad.Soak.Hold = "sometimes"
+	if err := bad.Validate(); !errors.Is(err, core.ErrInvalidArgument) {
+		t.Errorf("unknown hold mode: %v", err)
 	}
 }

@@ -17,12 +17,15 @@ const (
 	ScenarioRoundTrip = "roundtrip"
 	ScenarioIdle      = "idle"
 	ScenarioScaling   = "scaling"
+	ScenarioSoak      = "soak"
+	// ScenarioBatchNoop is the no-op half of batch alone.
+	ScenarioBatchNoop = "batch-noop"
 )
 
 // AllScenarios lists every scenario. DefaultScenarios leaves out scaling,
-// which enqueues a million jobs and takes minutes.
+// which enqueues a million jobs, and soak, which runs for minutes.
 var (
-	AllScenarios     = []string{ScenarioCeiling, ScenarioBatch, ScenarioMixed, ScenarioRoundTrip, ScenarioIdle, ScenarioScaling}
+	AllScenarios     = []string{ScenarioCeiling, ScenarioBatch, ScenarioBatchNoop, ScenarioMixed, ScenarioRoundTrip, ScenarioIdle, ScenarioScaling, ScenarioSoak}
 	DefaultScenarios = []string{ScenarioCeiling, ScenarioBatch, ScenarioMixed, ScenarioRoundTrip, ScenarioIdle}
 )
 
@@ -63,7 +66,39 @@ type Config struct {
 	IdleDuration time.Duration `json:"idle_duration"`
 	// StallTimeout fails a phase that makes no progress for this long.
 	StallTimeout time.Duration `json:"stall_timeout"`
+	// Defaults runs each batch scenario a second time with a worker made
+	// from boson.WorkerOptions{} (only its queue set), beside the tuned W.
+	Defaults bool `json:"defaults,omitempty"`
+	// Soak is the steady load of the soak scenario.
+	Soak SoakConfig `json:"soak"`
 }
+
+// SoakConfig sets the soak scenario: a steady spawn load with retention
+// on, sampled every Interval, and the same load again with the xmin
+// horizon held (PostgreSQL).
+type SoakConfig struct {
+	// Rate is the offered load in jobs/s, for Duration, sampled every Interval.
+	Rate     int           `json:"rate"`
+	Duration time.Duration `json:"duration"`
+	Interval time.Duration `json:"interval"`
+	// Batch is the jobs per spawn call; Spawners the goroutines spawning.
+	Batch    int `json:"batch"`
+	Spawners int `json:"spawners"`
+	// Retention is how long finished jobs are kept (the queue's stored
+	// RetentionTTL); RetentionInterval how often the worker deletes them.
+	Retention         time.Duration `json:"retention"`
+	RetentionInterval time.Duration `json:"retention_interval"`
+	// Hold is "both" (without, then with the held transaction), "off" or
+	// "only". Stores other than PostgreSQL run without.
+	Hold string `json:"hold"`
+}
+
+// Hold modes of the soak.
+const (
+	HoldBoth = "both"
+	HoldOff  = "off"
+	HoldOnly = "only"
+)
 
 // DefaultConfig is the configuration of the published figures.
 var DefaultConfig = Config{
@@ -84,6 +119,8 @@ var DefaultConfig = Config{
 	ScaleMeasure:  10_000,
 	IdleDuration:  10 * time.Second,
 	StallTimeout:  60 * time.Second,
+	Soak: SoakConfig{Rate: 3_000, Duration: 5 * time.Minute, Interval: time.Minute, Batch: 10, Spawners: 4,
+		Retention: time.Minute, RetentionInterval: time.Second, Hold: HoldBoth},
 }
 
 // WithDefaults fills the zero fields of c from DefaultConfig.
@@ -118,6 +155,16 @@ func (c Config) WithDefaults() Config {
 	setInt(&c.ScaleMeasure, d.ScaleMeasure)
 	setDur(&c.IdleDuration, d.IdleDuration)
 	setDur(&c.StallTimeout, d.StallTimeout)
+	setInt(&c.Soak.Rate, d.Soak.Rate)
+	setDur(&c.Soak.Duration, d.Soak.Duration)
+	setDur(&c.Soak.Interval, d.Soak.Interval)
+	setInt(&c.Soak.Batch, d.Soak.Batch)
+	setInt(&c.Soak.Spawners, d.Soak.Spawners)
+	setDur(&c.Soak.Retention, d.Soak.Retention)
+	setDur(&c.Soak.RetentionInterval, d.Soak.RetentionInterval)
+	if c.Soak.Hold == "" {
+		c.Soak.Hold = d.Soak.Hold
+	}
 	return c
 }
 
@@ -137,6 +184,7 @@ func (c Config) Validate() error {
 		"spawners": c.Spawners, "mixed rate": c.MixedRate, "round trips": c.RoundTrips,
 		"ceiling batch": c.CeilingBatch, "ceiling loops": c.CeilingLoops, "scale small": c.ScaleSmall,
 		"scale large": c.ScaleLarge, "scale measure": c.ScaleMeasure,
+		"soak rate": c.Soak.Rate, "soak batch": c.Soak.Batch, "soak spawners": c.Soak.Spawners,
 	} {
 		if v < 1 {
 			return bad("%s must be at least 1, got %d", name, v)
@@ -151,7 +199,28 @@ func (c Config) Validate() error {
 	if c.Work < 0 || c.MixedDuration <= 0 || c.IdleDuration <= 0 || c.StallTimeout <= 0 {
 		return bad("durations must be positive")
 	}
+	if c.Soak.Duration <= 0 || c.Soak.Interval <= 0 || c.Soak.Retention <= 0 || c.Soak.RetentionInterval <= 0 {
+		return bad("soak durations must be positive")
+	}
+	if c.Soak.Interval > c.Soak.Duration {
+		return bad("soak interval (%v) may not exceed the soak duration (%v)", c.Soak.Interval, c.Soak.Duration)
+	}
+	if perPass := float64(c.Soak.Rate) * c.Soak.RetentionInterval.Seconds(); perPass > float64(core.DefaultLimits.MaxBatch) {
+		return bad("soak: %d jobs/s finish %.0f jobs per retention interval, more than one pass deletes (%d); shorten --soak-retention-interval",
+			c.Soak.Rate, perPass, core.DefaultLimits.MaxBatch)
+	}
+	if c.Soak.Batch > core.DefaultLimits.MaxBatch {
+		return bad("batches may not exceed %d", core.DefaultLimits.MaxBatch)
+	}
+	if !slices.Contains([]string{HoldBoth, HoldOff, HoldOnly}, c.Soak.Hold) {
+		return bad("soak hold %q; want %s, %s or %s", c.Soak.Hold, HoldBoth, HoldOff, HoldOnly)
+	}
 	return nil
 }
 
 func (c Config) has(s string) bool { return slices.Contains(c.Scenarios, s) }
+
+// batches reports whether the no-op and the working batch scenarios run.
+func (c Config) batches() (noop, work bool) {
+	return c.has(ScenarioBatch) || c.has(ScenarioBatchNoop), c.has(ScenarioBatch)
+}

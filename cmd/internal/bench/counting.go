@@ -16,9 +16,10 @@ import (
 // wraps (see Wrap).
 type Counting struct {
 	core.QueueBackend
-	mu     sync.Mutex
-	calls  map[string]*atomic.Int64
-	onDone atomic.Pointer[func(jobID string, at time.Time)]
+	mu      sync.Mutex
+	calls   map[string]*atomic.Int64
+	onDone  atomic.Pointer[func(jobID string, at time.Time)]
+	onClaim atomic.Pointer[func(jobs []core.Job)]
 }
 
 // countingNotifier is Counting over a backend that implements core.Notifier.
@@ -52,6 +53,16 @@ func (c *Counting) OnComplete(f func(jobID string, at time.Time)) {
 		return
 	}
 	c.onDone.Store(&f)
+}
+
+// OnClaim sets the function called with the jobs of each successful
+// Claim, as the store returned them; nil removes it.
+func (c *Counting) OnClaim(f func(jobs []core.Job)) {
+	if f == nil {
+		c.onClaim.Store(nil)
+		return
+	}
+	c.onClaim.Store(&f)
 }
 
 func (c *Counting) count(method string) {
@@ -113,10 +124,14 @@ func (c *Counting) Enqueue(ctx context.Context, reqs []core.EnqueueRequest) ([]c
 	return c.QueueBackend.Enqueue(ctx, reqs)
 }
 
-// Claim counts and delegates.
+// Claim counts, delegates and hands the claimed jobs to the hook.
 func (c *Counting) Claim(ctx context.Context, req core.ClaimRequest) ([]core.Job, error) {
 	c.count("Claim")
-	return c.QueueBackend.Claim(ctx, req)
+	jobs, err := c.QueueBackend.Claim(ctx, req)
+	if f := c.onClaim.Load(); f != nil && err == nil && len(jobs) > 0 {
+		(*f)(jobs)
+	}
+	return jobs, err
 }
 
 // Heartbeat counts and delegates.

@@ -34,6 +34,11 @@ type env struct {
 	cfg      Config
 	prog     progress
 	logger   *slog.Logger
+	// kind is the store's kind; pgURL and pgSchema, for PostgreSQL, where
+	// its tables are; say logs one finished phase.
+	kind            string
+	pgURL, pgSchema string
+	say             func(format string, args ...any)
 }
 
 // queueName returns a fresh queue name for one scenario run.
@@ -42,24 +47,48 @@ func (e *env) queueName(scenario string) string {
 	return fmt.Sprintf("bench-%s-%s", scenario, id[len(id)-8:])
 }
 
-// newWorker returns a started-later worker on queue whose handlers report
-// to tr; the work task sleeps for cfg.Work.
-func (e *env) newWorker(queue string, concurrency int, tr *tracker) (*boson.Worker, error) {
-	w, err := boson.NewWorker(e.backend, boson.WorkerOptions{
+// userDefaults, as a worker's concurrency, asks for boson.WorkerOptions{}
+// as a user would write it: only the queue (and a silent logger) set.
+const userDefaults = -1
+
+// workerOptions returns the options of a benchmark worker on queue with
+// concurrency slots (0: the runtime's default), retention off; or, for
+// userDefaults, the zero options but for the queue and the logger.
+func (e *env) workerOptions(queue string, concurrency int) boson.WorkerOptions {
+	if concurrency == userDefaults {
+		return boson.WorkerOptions{Queues: []string{queue}, Logger: e.logger}
+	}
+	return boson.WorkerOptions{
 		Queues:            []string{queue},
 		Concurrency:       concurrency,
 		RetentionInterval: -1,
 		Logger:            e.logger,
-	})
+	}
+}
+
+// newWorker returns a started-later worker on queue whose handlers report
+// to tr; the work task sleeps for cfg.Work.
+func (e *env) newWorker(queue string, concurrency int, tr *tracker) (*boson.Worker, error) {
+	var started func(string, time.Time)
+	if tr != nil {
+		started = tr.started
+	}
+	return e.newWorkerWith(e.workerOptions(queue, concurrency), started)
+}
+
+// newWorkerWith returns a started-later worker with opts whose handlers
+// call started, when not nil, with their job's id as they begin.
+func (e *env) newWorkerWith(opts boson.WorkerOptions, started func(jobID string, at time.Time)) (*boson.Worker, error) {
+	w, err := boson.NewWorker(e.backend, opts)
 	if err != nil {
 		return nil, err
 	}
 	work := e.cfg.Work
 	handler := func(d time.Duration) func(ctx context.Context, in benchIn) (struct{}, error) {
 		return func(ctx context.Context, in benchIn) (struct{}, error) {
-			if tr != nil {
+			if started != nil {
 				info, _ := boson.Info(ctx)
-				tr.started(info.JobID, time.Now())
+				started(info.JobID, time.Now())
 			}
 			if d > 0 {
 				time.Sleep(d)

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/boson-go/boson/cmd/soak"
 )
 
 // WriteMarkdown writes rep as Markdown: the verdicts against the targets,
@@ -62,8 +64,10 @@ func WriteMarkdown(w io.Writer, rep *Report) error {
 		}
 		b.WriteString(".\n\n")
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
+	}
+	return soak.WriteMarkdown(w, rep.Soak)
 }
 
 // mdEscape keeps a cell from breaking a Markdown table.

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/boson-go/boson/cmd/soak"
 	"github.com/boson-go/boson/core"
 	boson "github.com/boson-go/boson/runtime"
 )
@@ -28,6 +29,10 @@ type Store struct {
 	Location string
 	// Wire, when not nil, counts commands sent to the store's server.
 	Wire func() (int64, bool)
+	// PostgresURL and Schema, for a PostgreSQL store, are where its tables
+	// live: the soak reads their statistics and holds the xmin horizon on
+	// connections of its own.
+	PostgresURL, Schema string
 }
 
 // Report is the outcome of one Run.
@@ -49,6 +54,8 @@ type Report struct {
 	LoadEnd   string `json:"load_end,omitempty"`
 	// Verdicts compare the medians with the published targets.
 	Verdicts []Verdict `json:"verdicts"`
+	// Soak holds the soak's loads, sample by sample.
+	Soak []*soak.Run `json:"soak,omitempty"`
 }
 
 // OK reports whether every self-check passed.
@@ -104,13 +111,17 @@ func Run(ctx context.Context, st Store, cfg Config, progressTo, logTo io.Writer)
 	if err != nil {
 		return nil, err
 	}
-	e := &env{raw: st.Backend, counting: counting, backend: backend, client: client, cfg: cfg, prog: progress{w: progressTo}, logger: logger}
-	rep := &Report{Kind: st.Kind, Location: st.Location, Started: time.Now().UTC(), Machine: machine(), Config: cfg, AllRuns: map[string][]Result{}, LoadStart: loadAvg()}
 	say := func(format string, args ...any) {
 		if logTo != nil {
 			fmt.Fprintf(logTo, format+"\n", args...)
 		}
 	}
+	e := &env{raw: st.Backend, counting: counting, backend: backend, client: client, cfg: cfg, prog: progress{w: progressTo}, logger: logger,
+		kind: st.Kind, say: say}
+	if st.Kind == "postgres" {
+		e.pgURL, e.pgSchema = st.PostgresURL, st.Schema
+	}
+	rep := &Report{Kind: st.Kind, Location: st.Location, Started: time.Now().UTC(), Machine: machine(), Config: cfg, AllRuns: map[string][]Result{}, LoadStart: loadAvg()}
 	record := func(r Result, err error) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", r.Scenario, err)
@@ -128,11 +139,23 @@ func Run(ctx context.Context, st Store, cfg Config, progressTo, logTo io.Writer)
 				return rep, err
 			}
 		}
-		if cfg.has(ScenarioBatch) {
-			if err := record(named("batch-noop")(e.runBatch(ctx, "batch-noop", taskNoop))); err != nil {
+		noop, work := cfg.batches()
+		batch := func(name string, task boson.Task[benchIn, struct{}]) error {
+			if err := record(named(name)(e.runBatch(ctx, name, task, cfg.Concurrency))); err != nil {
+				return err
+			}
+			if cfg.Defaults {
+				return record(named(name + "-defaults")(e.runBatch(ctx, name+"-defaults", task, userDefaults)))
+			}
+			return nil
+		}
+		if noop {
+			if err := batch("batch-noop", taskNoop); err != nil {
 				return rep, err
 			}
-			if err := record(named("batch-work")(e.runBatch(ctx, "batch-work", taskWork))); err != nil {
+		}
+		if work {
+			if err := batch("batch-work", taskWork); err != nil {
 				return rep, err
 			}
 		}
@@ -168,13 +191,31 @@ func Run(ctx context.Context, st Store, cfg Config, progressTo, logTo io.Writer)
 			}
 		}
 	}
+	if cfg.has(ScenarioSoak) {
+		plain, held := e.soakRuns()
+		for _, h := range []bool{false, true} {
+			if (h && !held) || (!h && !plain) {
+				continue
+			}
+			name := "soak"
+			if h {
+				name = "soak-held"
+			}
+			res, run, err := e.runSoak(ctx, h)
+			if err := record(named(name)(res, err)); err != nil {
+				return rep, err
+			}
+			rep.Soak = append(rep.Soak, run)
+		}
+	}
 	rep.finish()
 	return rep, nil
 }
 
 // finish computes medians, ceiling fractions and verdicts.
 func (rep *Report) finish() {
-	order := []string{"ceiling", "batch-noop", "batch-work", "mixed", "roundtrip", "idle", "scaling-small", "scaling-large"}
+	order := []string{"ceiling", "batch-noop", "batch-noop-defaults", "batch-work", "batch-work-defaults", "mixed", "roundtrip", "idle",
+		"scaling-small", "scaling-large", "soak", "soak-held"}
 	rep.Results = nil
 	for _, name := range order {
 		if runs := rep.AllRuns[name]; len(runs) > 0 {
@@ -204,7 +245,15 @@ func (rep *Report) finish() {
 			}
 		}
 	}
-	rep.Verdicts = verdicts(rep.Kind, rep.Results, scalingRatios(rep.AllRuns))
+	rep.Verdicts = verdicts(rep.Kind, rep.Results, pairRatios(rep.AllRuns, "scaling-large", "scaling-small"))
+	if ratios := pairRatios(rep.AllRuns, "batch-noop-defaults", "batch-noop"); len(ratios) > 0 {
+		rep.Verdicts = append(rep.Verdicts, ratioVerdict(fmt.Sprintf("drain with WorkerOptions{} / with -w %d", rep.Config.Concurrency), DefaultsMinRatio, ratios))
+	}
+	for _, run := range rep.Soak {
+		for _, v := range run.Verdicts() {
+			rep.Verdicts = append(rep.Verdicts, Verdict{Goal: v.Goal, Want: v.Want, Got: v.Got, Met: v.Met})
+		}
+	}
 	rep.LoadEnd = loadAvg()
 	rep.Seconds = time.Since(rep.Started).Seconds()
 }

@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+	"time"
 )
 
 // WriteTable writes rep as aligned text tables: the figures, the idle
@@ -46,6 +47,13 @@ func WriteTable(w io.Writer, rep *Report) error {
 			continue
 		}
 		fmt.Fprintf(w, "backend calls per job, %s: %s\n", r.Scenario, perMethod(r.CallsPerJob, 3))
+	}
+	for _, run := range rep.Soak {
+		fmt.Fprintf(w, "%s: %s jobs/s offered for %v, sampled every %v\n", run.Title(), human(float64(run.Rate)),
+			time.Duration(run.Duration*1e9), time.Duration(run.Interval*1e9))
+		for _, s := range run.Samples {
+			fmt.Fprintf(w, "  at %6s  %s\n", time.Duration(s.End*1e9).Round(time.Second), sampleLine(s))
+		}
 	}
 	for _, r := range rep.Results {
 		for _, p := range r.Problems {

@@ -22,10 +22,13 @@ var Targets = map[string]Target{
 	"nats":     {DrainPerSec: 20_000, SpawnPerSec: 50_000, RoundTripP50us: 3_000},
 }
 
-// Scaling and idle goals shared by every durable backend.
+// Scaling, idle and default-options goals shared by every durable backend:
+// the drain of a worker made from WorkerOptions{} is at least
+// DefaultsMinRatio of the tuned worker's in the same run.
 const (
-	ScalingMinRatio = 0.8
-	IdleMaxPerSec   = 1.0
+	ScalingMinRatio  = 0.8
+	IdleMaxPerSec    = 1.0
+	DefaultsMinRatio = 0.8
 )
 
 // Verdict compares one figure with its goal.
@@ -64,20 +67,10 @@ func verdicts(kind string, results []Result, ratios []float64) []Verdict {
 	}
 	small, large := find("scaling-small"), find("scaling-large")
 	if small != nil && large != nil && small.DrainPerSec > 0 {
-		ratio := large.DrainPerSec / small.DrainPerSec
-		got := fmt.Sprintf("%.2f", ratio)
-		if len(ratios) > 0 {
-			ratio = median(ratios)
-			got = fmt.Sprintf("%.2f", ratio)
-			if len(ratios) > 1 {
-				var each []string
-				for _, r := range ratios {
-					each = append(each, fmt.Sprintf("%.2f", r))
-				}
-				got += fmt.Sprintf(" (median of %s)", strings.Join(each, ", "))
-			}
+		if len(ratios) == 0 {
+			ratios = []float64{large.DrainPerSec / small.DrainPerSec}
 		}
-		out = append(out, Verdict{Goal: fmt.Sprintf("drain with %d queued / with %d queued", large.Backlog, small.Backlog), Want: fmt.Sprintf(">= %.2f", ScalingMinRatio), Got: got, Value: ratio, Met: ratio >= ScalingMinRatio})
+		out = append(out, ratioVerdict(fmt.Sprintf("drain with %d queued / with %d queued", large.Backlog, small.Backlog), ScalingMinRatio, ratios))
 	}
 	if r := find("idle"); r != nil {
 		v := r.CallsPerSec
@@ -103,15 +96,30 @@ func micros(us float64) string {
 	}
 }
 
-// scalingRatios pairs each run's scaling-large drain with the same run's
-// scaling-small drain.
-func scalingRatios(all map[string][]Result) []float64 {
-	small, large := all["scaling-small"], all["scaling-large"]
+// pairRatios pairs each run of scenario num with the same run of scenario
+// den and returns the ratios of their drain rates.
+func pairRatios(all map[string][]Result, num, den string) []float64 {
+	a, b := all[num], all[den]
 	var out []float64
-	for i := 0; i < len(small) && i < len(large); i++ {
-		if small[i].DrainPerSec > 0 {
-			out = append(out, large[i].DrainPerSec/small[i].DrainPerSec)
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if b[i].DrainPerSec > 0 {
+			out = append(out, a[i].DrainPerSec/b[i].DrainPerSec)
 		}
 	}
 	return out
+}
+
+// ratioVerdict judges the median of ratios against a floor, listing the
+// ratios of every run when there are several.
+func ratioVerdict(goal string, floor float64, ratios []float64) Verdict {
+	ratio := median(ratios)
+	got := fmt.Sprintf("%.2f", ratio)
+	if len(ratios) > 1 {
+		var each []string
+		for _, r := range ratios {
+			each = append(each, fmt.Sprintf("%.2f", r))
+		}
+		got += fmt.Sprintf(" (median of %s)", strings.Join(each, ", "))
+	}
+	return Verdict{Goal: goal, Want: fmt.Sprintf(">= %.2f", floor), Got: got, Value: ratio, Met: ratio >= floor}
 }

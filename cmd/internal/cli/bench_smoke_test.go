@@ -73,3 +73,51 @@ func TestBenchSmoke(t *testing.T) {
 		})
 	}
 }
+
+// TestBenchSoakSmoke runs a short soak on a private PostgreSQL server (with
+// and without the held horizon) and on mem, and checks the report, the
+// samples and the chart.
+func TestBenchSoakSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a PostgreSQL server")
+	}
+	dir := t.TempDir()
+	svg := filepath.Join(dir, "soak.svg")
+	r := must(t, ExitOK, "bench", "mem:", "--private-postgres", "--json", "--scenarios", "soak", "--soak-svg", svg,
+		"--soak-rate", "200", "--soak-duration", "2s", "--soak-interval", "1s", "-w", "20")
+	o := decode[benchOut](t, r)
+	if len(o.Reports) != 2 {
+		t.Fatalf("%d reports, want mem and postgres", len(o.Reports))
+	}
+	for _, rep := range o.Reports {
+		want := map[string]int{"mem": 1, "postgres": 2}[rep.Kind]
+		if len(rep.Soak) != want {
+			t.Fatalf("%s: %d soak runs, want %d", rep.Kind, len(rep.Soak), want)
+		}
+		for _, run := range rep.Soak {
+			if len(run.Problems) > 0 || run.Spawned != 400 || run.Done != 400 || len(run.Samples) < 2 {
+				t.Errorf("%s: %+v", run.Title(), run)
+			}
+			if rep.Kind != "postgres" {
+				continue
+			}
+			if run.Samples[0].Tables == nil || run.Samples[0].Tables.TableBytes == 0 {
+				t.Errorf("%s: no table statistics", run.Title())
+			}
+			set := map[string]string{}
+			for _, s := range run.Server {
+				set[s.Name] = s.Value
+			}
+			if set["autovacuum"] != "on" {
+				t.Errorf("%s: private server settings %v", run.Title(), set)
+			}
+			if run.Held && (run.Xmin == "" || run.Samples[len(run.Samples)-1].Tables.XminAge == 0) {
+				t.Errorf("%s: no held horizon (xmin %q)", run.Title(), run.Xmin)
+			}
+		}
+	}
+	if b, err := os.ReadFile(svg); err != nil || !strings.Contains(string(b), "xmin held") {
+		t.Errorf("soak chart: %v %.80q", err, b)
+	}
+	must(t, ExitUsage, "bench", "mem:", "--pg-set", "autovacuum=off")
+}

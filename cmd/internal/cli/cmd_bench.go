@@ -10,9 +10,11 @@ import (
 	"os"
 	"runtime/pprof"
 	"strings"
+	"time"
 
 	"github.com/boson-go/boson/cmd/internal/bench"
 	"github.com/boson-go/boson/cmd/internal/store"
+	"github.com/boson-go/boson/cmd/soak"
 )
 
 type benchFlags struct {
@@ -23,6 +25,9 @@ type benchFlags struct {
 	progress, noProgress    bool
 	markdown                bool
 	keep, quick             bool
+	privatePG               bool
+	pgSet                   []string
+	soakSVG                 string
 }
 
 func init() {
@@ -43,6 +48,20 @@ the default) through the real runtime and reports:
               worker with nothing to do
   scaling     drain rate with --scale-large jobs queued vs --scale-small
               (not run unless named in --scenarios: it takes minutes)
+  soak        a steady load (--soak-rate jobs/s for --soak-duration, batches
+              of --soak-batch, no-op and working handlers by turns) with
+              retention on, sampled every --soak-interval: drain rate,
+              spawn-to-start p50/p99 from the store's own timestamps
+              (creation to first start), and on PostgreSQL table and index
+              sizes, dead tuples and the oldest snapshot's age; then the same
+              load with a REPEATABLE READ transaction holding the xmin
+              horizon for the whole run (--soak-hold). Not run unless named.
+              --private-postgres runs it on a private server made with initdb
+              (autovacuum on, defaults otherwise); --soak-svg draws it.
+
+With --defaults each batch scenario runs a second time, beside the tuned -w,
+with a worker made from boson.WorkerOptions{} as a user would write it (only
+its queue set), and the ratio of the two drains is judged.
 
 Throughputs are jobs/s; latencies run from the spawn call to the handler's
 start and to the store's acknowledgement of the completion. Each figure is the
@@ -84,6 +103,21 @@ below the one the URL names, and deletes it at the end (--keep keeps it).`,
 			fs.BoolVar(&bf.progress, "progress", false, "draw progress bars on stderr even when it is not a terminal")
 			fs.BoolVar(&bf.noProgress, "no-progress", false, "never draw progress bars")
 			fs.BoolVar(&bf.keep, "keep", false, "run in the store the URL names and keep the benchmark's jobs")
+			fs.BoolVar(&bf.cfg.Defaults, "defaults", false, "also run each batch scenario with boson.WorkerOptions{} (only the queue set), beside -w")
+			fs.IntVar(&bf.cfg.Soak.Rate, "soak-rate", d.Soak.Rate, "soak: offered load in jobs/s")
+			fs.DurationVar(&bf.cfg.Soak.Duration, "soak-duration", d.Soak.Duration, "soak: how long the load is offered")
+			fs.DurationVar(&bf.cfg.Soak.Interval, "soak-interval", d.Soak.Interval, "soak: how often the load is sampled")
+			fs.IntVar(&bf.cfg.Soak.Batch, "soak-batch", d.Soak.Batch, "soak: jobs per spawn `call`")
+			fs.IntVar(&bf.cfg.Soak.Spawners, "soak-spawners", d.Soak.Spawners, "soak: concurrent spawning `goroutines`")
+			fs.DurationVar(&bf.cfg.Soak.Retention, "soak-retention", d.Soak.Retention, "soak: how long finished jobs are kept (the queue's RetentionTTL)")
+			fs.DurationVar(&bf.cfg.Soak.RetentionInterval, "soak-retention-interval", d.Soak.RetentionInterval, "soak: the worker's RetentionInterval")
+			fs.StringVar(&bf.cfg.Soak.Hold, "soak-hold", d.Soak.Hold, "soak: run without and with a transaction holding the xmin horizon (`both`), without (off) or with it only (only); PostgreSQL only")
+			fs.StringVar(&bf.soakSVG, "soak-svg", "", "write an SVG chart of the soak's samples to `file`")
+			fs.BoolVar(&bf.privatePG, "private-postgres", false, "start a private PostgreSQL server (initdb and pg_ctl, autovacuum on, defaults otherwise) in a temporary directory and bench it")
+			fs.Func("pg-set", "with --private-postgres, a server `name=value` setting (repeatable)", func(v string) error {
+				bf.pgSet = append(bf.pgSet, v)
+				return nil
+			})
 		},
 		run: runBench,
 	})
@@ -117,6 +151,9 @@ func runBench(ctx context.Context, c *call) error {
 			"scale-small":    func() { cfg.ScaleSmall = 1_000 },
 			"scale-large":    func() { cfg.ScaleLarge = 5_000 },
 			"scale-measure":  func() { cfg.ScaleMeasure = 500 },
+			"soak-rate":      func() { cfg.Soak.Rate = 500 },
+			"soak-duration":  func() { cfg.Soak.Duration = 20 * time.Second },
+			"soak-interval":  func() { cfg.Soak.Interval = 5 * time.Second },
 		}
 		for name, apply := range quick {
 			if !set[name] {
@@ -163,6 +200,21 @@ func runBench(ctx context.Context, c *call) error {
 			}()
 		}
 		urls := c.args
+		if f.privatePG {
+			srv, err := soak.StartServer(ctx, soak.ServerOptions{Settings: f.pgSet})
+			if err != nil {
+				return err
+			}
+			defer func() {
+				if err := srv.Stop(); err != nil {
+					fmt.Fprintf(c.env.Stderr, "boson bench: stopping the private PostgreSQL: %v\n", err)
+				}
+			}()
+			fmt.Fprintf(c.env.Stderr, "boson bench: private PostgreSQL %s at %s (initdb defaults%s)\n", srv.Version, srv.URL, settingsNote(f.pgSet))
+			urls = append(urls, srv.URL)
+		} else if len(f.pgSet) > 0 {
+			return usagef("--pg-set applies to --private-postgres only")
+		}
 		if len(urls) == 0 {
 			urls = []string{c.storeURL()}
 		}
@@ -190,15 +242,16 @@ func runBench(ctx context.Context, c *call) error {
 		}
 	}
 	if f.svg != "" {
-		sf, err := os.Create(f.svg)
-		if err != nil {
+		if err := writeFile(f.svg, func(w io.Writer) error { return bench.WriteSVG(w, reports) }); err != nil {
 			return err
 		}
-		err = bench.WriteSVG(sf, reports)
-		if cerr := sf.Close(); err == nil {
-			err = cerr
+	}
+	if f.soakSVG != "" {
+		var runs []*soak.Run
+		for _, rep := range reports {
+			runs = append(runs, rep.Soak...)
 		}
-		if err != nil {
+		if err := writeFile(f.soakSVG, func(w io.Writer) error { return soak.WriteSVG(w, runs) }); err != nil {
 			return err
 		}
 	}
@@ -253,7 +306,8 @@ func benchOne(ctx context.Context, c *call, rawURL string, cfg bench.Config, pro
 	if prog != nil {
 		logTo = c.env.Stderr
 	}
-	rep, err := bench.Run(ctx, bench.Store{Backend: st.Backend, Kind: st.Kind, Location: st.Location, Wire: st.WireCalls}, cfg, prog, logTo)
+	rep, err := bench.Run(ctx, bench.Store{Backend: st.Backend, Kind: st.Kind, Location: st.Location, Wire: st.WireCalls,
+		PostgresURL: rawURL, Schema: st.Schema}, cfg, prog, logTo)
 	if err != nil && rep != nil {
 		rep.Kind = st.Kind
 	}
@@ -261,4 +315,25 @@ func benchOne(ctx context.Context, c *call, rawURL string, cfg bench.Config, pro
 		return rep, fmt.Errorf("interrupted: %w", err)
 	}
 	return rep, err
+}
+
+// writeFile creates path and writes it with write.
+func writeFile(path string, write func(io.Writer) error) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	err = write(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// settingsNote lists the private server's extra settings, if any.
+func settingsNote(set []string) string {
+	if len(set) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(set, ", ")
 }

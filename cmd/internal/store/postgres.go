@@ -46,6 +46,7 @@ func openPostgres(ctx context.Context, raw string, opts Options) (*Store, error)
 	}
 	s.Backend, s.migrate = b, b.Migrate
 	s.Location = u.Redacted() + " schema " + schema
+	s.Schema = schema
 	s.onClose(func() error { pool.Close(); return nil })
 	if opts.drops() {
 		s.isolated = true

@@ -50,6 +50,9 @@ type Store struct {
 	Kind string
 	// Location describes where the data lives, without credentials.
 	Location string
+	// Schema is the PostgreSQL schema that holds the tables; empty for
+	// other stores.
+	Schema string
 
 	wire     atomic.Int64
 	wireFn   func() int64
