@@ -162,7 +162,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	b := &Boson{Bin: o.bosonBin, Workers: o.workers, SpawnBatch: o.spawnBatch, Spawners: o.spawners, Dir: tmp, Work: o.work}
-	rep := &Report{Started: time.Now().UTC(), Machine: machine(), LoadStart: loadAvg(), Args: args, Jobs: o.jobs, Runs: o.runs, Boson: b.settings()}
+	rep := &Report{Started: time.Now().UTC(), Machine: machine(), LoadStart: soak.LoadAvg(), Args: args, Jobs: o.jobs, Runs: o.runs, Boson: b.settings()}
 	for _, store := range strings.Split(o.stores, ",") {
 		store = strings.TrimSpace(store)
 		url, peer := o.peer(store)
@@ -194,18 +194,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	rep.LoadEnd = loadAvg()
+	rep.LoadEnd = soak.LoadAvg()
 	rep.Seconds = time.Since(rep.Started).Seconds()
 	if err := WriteMarkdown(stdout, rep); err != nil {
 		return err
 	}
 	if o.outMD != "" {
-		if err := writeFile(o.outMD, func(w io.Writer) error { return WriteMarkdown(w, rep) }); err != nil {
+		if err := soak.WriteFile(o.outMD, func(w io.Writer) error { return WriteMarkdown(w, rep) }); err != nil {
 			return err
 		}
 	}
 	if o.outJSON != "" {
-		if err := writeFile(o.outJSON, func(w io.Writer) error {
+		if err := soak.WriteFile(o.outJSON, func(w io.Writer) error {
 			enc := json.NewEncoder(w)
 			enc.SetIndent("", "  ")
 			return enc.Encode(rep)
@@ -214,7 +214,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 	}
 	if o.svg != "" && len(rep.Steady) > 0 {
-		if err := writeFile(o.svg, func(w io.Writer) error { return soak.WriteSVG(w, rep.Steady) }); err != nil {
+		if err := soak.WriteFile(o.svg, func(w io.Writer) error { return soak.WriteSVG(w, rep.Steady) }); err != nil {
 			return err
 		}
 	}
@@ -289,16 +289,4 @@ func (o *options) runSteady(ctx context.Context, b *Boson, rep *Report, say func
 		}
 	}
 	return nil
-}
-
-func writeFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	err = write(f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

@@ -3,9 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"runtime"
-	"slices"
 	"strings"
 	"time"
 
@@ -165,30 +163,9 @@ func ratio(a, b float64) float64 {
 	return a / b
 }
 
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
+func median(v []float64) float64 { return soak.Median(v) }
 
-func human(v float64) string {
-	switch {
-	case v >= 1e6:
-		return fmt.Sprintf("%.2fM", v/1e6)
-	case v >= 1e4:
-		return fmt.Sprintf("%.1fk", v/1e3)
-	case v >= 1e3:
-		return fmt.Sprintf("%.2fk", v/1e3)
-	default:
-		return fmt.Sprintf("%.0f", v)
-	}
-}
+func human(v float64) string { return soak.FormatRate(v) }
 
 func settingsText(s []soak.Setting) string {
 	parts := make([]string, len(s))
@@ -200,26 +177,5 @@ func settingsText(s []soak.Setting) string {
 
 // machine describes the host: CPUs, model, Go.
 func machine() string {
-	model := ""
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				model = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
-	return fmt.Sprintf("%d CPUs (%s), %s %s/%s", runtime.NumCPU(), model, runtime.Version(), runtime.GOOS, runtime.GOARCH)
-}
-
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return ""
-	}
-	return strings.Join(f[:3], " ")
+	return fmt.Sprintf("%d CPUs (%s), %s %s/%s", runtime.NumCPU(), soak.CPUModel(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/boson-go/boson/cmd/soak"
 )
 
 // progress draws a one-line progress bar on w; a nil w draws nothing.
@@ -50,15 +52,4 @@ func (p progress) track(label string, total int64, cur func() int64) (stop func(
 }
 
 // human formats a rate with a k or M suffix.
-func human(v float64) string {
-	switch {
-	case v >= 1e6:
-		return fmt.Sprintf("%.2fM", v/1e6)
-	case v >= 1e4:
-		return fmt.Sprintf("%.1fk", v/1e3)
-	case v >= 1e3:
-		return fmt.Sprintf("%.2fk", v/1e3)
-	default:
-		return fmt.Sprintf("%.0f", v)
-	}
-}
+func human(v float64) string { return soak.FormatRate(v) }

@@ -81,14 +81,7 @@ type Machine struct {
 
 func machine() Machine {
 	m := Machine{OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), Go: runtime.Version(), Procs: runtime.GOMAXPROCS(0)}
-	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, line := range strings.Split(string(b), "\n") {
-			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
-				m.CPU = strings.TrimSpace(v)
-				break
-			}
-		}
-	}
+	m.CPU = soak.CPUModel()
 	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
 		line, _, _ := strings.Cut(string(b), "\n")
 		m.Memory = strings.Join(strings.Fields(strings.TrimPrefix(line, "MemTotal:")), " ")
@@ -121,7 +114,7 @@ func Run(ctx context.Context, st Store, cfg Config, progressTo, logTo io.Writer)
 	if st.Kind == "postgres" {
 		e.pgURL, e.pgSchema = st.PostgresURL, st.Schema
 	}
-	rep := &Report{Kind: st.Kind, Location: st.Location, Started: time.Now().UTC(), Machine: machine(), Config: cfg, AllRuns: map[string][]Result{}, LoadStart: loadAvg()}
+	rep := &Report{Kind: st.Kind, Location: st.Location, Started: time.Now().UTC(), Machine: machine(), Config: cfg, AllRuns: map[string][]Result{}, LoadStart: soak.LoadAvg()}
 	record := func(r Result, err error) error {
 		if err != nil {
 			return fmt.Errorf("%s: %w", r.Scenario, err)
@@ -254,7 +247,7 @@ func (rep *Report) finish() {
 			rep.Verdicts = append(rep.Verdicts, Verdict{Goal: v.Goal, Want: v.Want, Got: v.Got, Met: v.Met})
 		}
 	}
-	rep.LoadEnd = loadAvg()
+	rep.LoadEnd = soak.LoadAvg()
 	rep.Seconds = time.Since(rep.Started).Seconds()
 }
 
@@ -278,17 +271,4 @@ func summary(r Result) string {
 		parts = append(parts, "CHECK FAILED: "+strings.Join(r.Problems, "; "))
 	}
 	return strings.Join(parts, ", ")
-}
-
-// loadAvg returns the first three fields of /proc/loadavg, or "".
-func loadAvg() string {
-	b, err := os.ReadFile("/proc/loadavg")
-	if err != nil {
-		return ""
-	}
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return ""
-	}
-	return strings.Join(f[:3], " ")
 }

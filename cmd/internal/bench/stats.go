@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/boson-go/boson/cmd/soak"
 )
 
 // Percentiles are latency percentiles in microseconds.
@@ -27,17 +29,7 @@ func percentiles(d []time.Duration) Percentiles {
 	return Percentiles{P50: at(0.50), P90: at(0.90), P99: at(0.99), N: len(d)}
 }
 
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
+func median(v []float64) float64 { return soak.Median(v) }
 
 // usage is the process's CPU time and peak resident set so far.
 type usage struct {

@@ -242,7 +242,7 @@ func runBench(ctx context.Context, c *call) error {
 		}
 	}
 	if f.svg != "" {
-		if err := writeFile(f.svg, func(w io.Writer) error { return bench.WriteSVG(w, reports) }); err != nil {
+		if err := soak.WriteFile(f.svg, func(w io.Writer) error { return bench.WriteSVG(w, reports) }); err != nil {
 			return err
 		}
 	}
@@ -251,7 +251,7 @@ func runBench(ctx context.Context, c *call) error {
 		for _, rep := range reports {
 			runs = append(runs, rep.Soak...)
 		}
-		if err := writeFile(f.soakSVG, func(w io.Writer) error { return soak.WriteSVG(w, runs) }); err != nil {
+		if err := soak.WriteFile(f.soakSVG, func(w io.Writer) error { return soak.WriteSVG(w, runs) }); err != nil {
 			return err
 		}
 	}
@@ -315,19 +315,6 @@ func benchOne(ctx context.Context, c *call, rawURL string, cfg bench.Config, pro
 		return rep, fmt.Errorf("interrupted: %w", err)
 	}
 	return rep, err
-}
-
-// writeFile creates path and writes it with write.
-func writeFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	err = write(f)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 // settingsNote lists the private server's extra settings, if any.
