@@ -9,7 +9,8 @@ import (
 )
 
 // WriteSVG draws the reports as one self-contained SVG chart: per backend,
-// horizontal bars of batch spawn, drain (no-op and working handler) and the
+// horizontal bars of batch spawn, drain (no-op and working handler, and with
+// Config.Defaults the no-op drain of WorkerOptions{}) and the
 // raw ceiling in jobs per second, then the single round trip's p50, both
 // on log scales, with the targets marked.
 func WriteSVG(w io.Writer, reports []*Report) error {
@@ -20,18 +21,28 @@ func WriteSVG(w io.Writer, reports []*Report) error {
 		rowH    = 15.0
 		gap     = 12.0
 		top     = 60.0
-		palette = "#4e79a7,#59a14f,#9c755f,#bab0ac"
+		palette = "#4e79a7,#59a14f,#9c755f,#bab0ac,#76b7b2"
 	)
 	colors := strings.Split(palette, ",")
-	series := []struct {
+	type bar struct {
 		label string
 		get   func(*Report) float64
-	}{
+	}
+	series := []bar{
 		{"batch spawn", func(r *Report) float64 { return fig(r, "batch-noop").SpawnPerSec }},
 		{"drain, no-op", func(r *Report) float64 { return fig(r, "batch-noop").DrainPerSec }},
 		{"drain, 1 ms handler", func(r *Report) float64 { return fig(r, "batch-work").DrainPerSec }},
 		{"raw ceiling: claim+complete", func(r *Report) float64 { return fig(r, "ceiling").DrainPerSec }},
 	}
+	// With --defaults, the drain of a worker made from WorkerOptions{}.
+	for _, r := range reports {
+		if fig(r, "batch-noop-defaults").DrainPerSec > 0 {
+			defaults := bar{"drain, no-op, WorkerOptions{}", func(r *Report) float64 { return fig(r, "batch-noop-defaults").DrainPerSec }}
+			series = append(series[:2:2], append([]bar{defaults}, series[2:]...)...)
+			break
+		}
+	}
+	legendGap := 950.0 / float64(len(series)+1)
 	var b strings.Builder
 	y := top
 	lo, hi := 2.0, 7.0 // 100 to 10M jobs/s
@@ -51,9 +62,10 @@ func WriteSVG(w io.Writer, reports []*Report) error {
 	}
 	fmt.Fprintf(&b, `<text x="%d" y="24" class="title">boson bench — throughput (jobs/s, log scale) and single round trip p50</text>`+"\n", 10)
 	for i, s := range series {
-		fmt.Fprintf(&b, `<rect x="%.0f" y="34" width="10" height="10" fill="%s"/><text x="%.0f" y="43" class="legend">%s</text>`+"\n", 10+float64(i)*190, colors[i], 24+float64(i)*190, s.label)
+		fmt.Fprintf(&b, `<rect x="%.0f" y="34" width="10" height="10" fill="%s"/><text x="%.0f" y="43" class="legend">%s</text>`+"\n", 10+float64(i)*legendGap, colors[i], 24+float64(i)*legendGap, s.label)
 	}
-	fmt.Fprintf(&b, `<line x1="%.0f" y1="34" x2="%.0f" y2="44" stroke="#e15759" stroke-width="2"/><text x="%.0f" y="43" class="legend">target</text>`+"\n", 10+4*190.0, 10+4*190.0, 16+4*190.0)
+	tx := 10 + float64(len(series))*legendGap
+	fmt.Fprintf(&b, `<line x1="%.0f" y1="34" x2="%.0f" y2="44" stroke="#e15759" stroke-width="2"/><text x="%.0f" y="43" class="legend">target</text>`+"\n", tx, tx, tx+6)
 	y0 := y
 	for _, r := range reports {
 		t, hasT := Targets[r.Kind]
