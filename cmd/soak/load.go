@@ -166,7 +166,9 @@ type Summary struct {
 }
 
 // Steady offers spec's load through spawn, samples m (and probe, when not
-// nil) every spec.Interval, then waits for the backlog to drain. An error
+// nil) every spec.Interval, then waits for the backlog to drain. With a
+// probe, the schema's tables are vacuumed first, so that each load starts
+// as on a fresh table. An error
 // means the load could not be offered; a backlog that does not drain is a
 // Problem of the run. report, when not nil, sees each sample as it is made.
 func Steady(ctx context.Context, spec Spec, spawn SpawnFunc, m *Meter, probe *Probe, report func(Sample)) (*Run, error) {
@@ -180,6 +182,9 @@ func Steady(ctx context.Context, spec Spec, spawn SpawnFunc, m *Meter, probe *Pr
 			return nil, err
 		}
 		run.Server = set
+		if err := probe.Vacuum(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if spec.Held {
 		if probe == nil {

@@ -128,6 +128,25 @@ func (p *Probe) Tables(ctx context.Context) (Tables, error) {
 	return t, nil
 }
 
+// Vacuum vacuums and analyzes every table of the probe's schema, so that
+// a load starts without the dead tuples of an earlier one.
+func (p *Probe) Vacuum(ctx context.Context) error {
+	rows, err := p.pool.Query(ctx, `SELECT format('%I.%I', schemaname, relname) FROM pg_stat_user_tables WHERE schemaname = $1`, p.schema)
+	if err != nil {
+		return fmt.Errorf("soak: vacuum: %w", err)
+	}
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return fmt.Errorf("soak: vacuum: %w", err)
+	}
+	for _, t := range tables {
+		if _, err := p.pool.Exec(ctx, `VACUUM (ANALYZE) `+t); err != nil {
+			return fmt.Errorf("soak: vacuum %s: %w", t, err)
+		}
+	}
+	return nil
+}
+
 // Hold is an open REPEATABLE READ transaction that has taken its snapshot,
 // so that no vacuum in its database removes a row version that died after
 // it began.

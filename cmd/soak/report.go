@@ -30,7 +30,7 @@ func WriteMarkdown(w io.Writer, runs []*Run) error {
 			fmt.Fprintf(&b, " Settings: %s.", settingsText(r.Options))
 		}
 		if len(r.Server) > 0 {
-			fmt.Fprintf(&b, " Server: %s.", settingsText(r.Server))
+			fmt.Fprintf(&b, " Server: %s. The schema's tables were vacuumed before the load.", settingsText(r.Server))
 		}
 		if r.Xmin != "" {
 			fmt.Fprintf(&b, " A REPEATABLE READ transaction held xmin %s from before the first spawn to after the last job finished.", r.Xmin)

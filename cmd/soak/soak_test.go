@@ -208,4 +208,15 @@ func TestPrivateServer(t *testing.T) {
 	if tb, err = p.Tables(ctx); err != nil || tb.XminAge != 0 {
 		t.Errorf("after release: %+v %v", tb, err)
 	}
+	if err := p.Vacuum(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if tb, err = p.Tables(ctx); err != nil || tb.DeadTuples == 0 {
+			break
+		}
+	}
+	if err != nil || tb.DeadTuples != 0 {
+		t.Errorf("after vacuum: %d dead tuples (%v)", tb.DeadTuples, err)
+	}
 }
