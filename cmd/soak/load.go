@@ -51,6 +51,8 @@ func (s Spec) Validate() error {
 		return fmt.Errorf("soak: interval %v is longer than the run (%v)", s.Interval, s.Duration)
 	case s.Batch < 1 || s.Spawners < 1:
 		return errors.New("soak: batch and spawners must be at least 1")
+	case float64(s.Rate)*s.Duration.Seconds() < float64(s.Batch):
+		return fmt.Errorf("soak: %d jobs/s for %v is less than one batch of %d", s.Rate, s.Duration, s.Batch)
 	}
 	return nil
 }

@@ -125,6 +125,7 @@ func TestSpecValidate(t *testing.T) {
 		"interval": func(s *Spec) { s.Interval = 2 * time.Second },
 		"batch":    func(s *Spec) { s.Batch = 0 },
 		"stall":    func(s *Spec) { s.Stall = 0 },
+		"no batch": func(s *Spec) { s.Batch = 2 },
 	} {
 		s := good
 		mutate(&s)
