@@ -46,7 +46,7 @@ type options struct {
 	goqiteLimit      int
 	goqiteSync       string
 	jsLoops, jsFetch int
-	steady           bool
+	batch, steady    bool
 	steadyPostgres   string
 	steadyRuns       int
 	steadyHold       string
@@ -95,7 +95,8 @@ func parse(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.goqiteSync, "goqite-synchronous", "FULL", "goqite's SQLite synchronous setting (boson's SQLite default is FULL)")
 	fs.IntVar(&o.jsLoops, "jetstream-loops", 2, "raw JetStream fetch-and-ack loops")
 	fs.IntVar(&o.jsFetch, "jetstream-fetch", 500, "messages per JetStream Fetch")
-	fs.BoolVar(&o.steady, "steady", true, "also run the steady load against River (PostgreSQL)")
+	fs.BoolVar(&o.batch, "batch", true, "run the batch comparison on every store")
+	fs.BoolVar(&o.steady, "steady", true, "run the steady load against River (PostgreSQL)")
 	fs.StringVar(&o.steadyPostgres, "steady-postgres", "private", "PostgreSQL `URL` of the steady load, or private: a server made with initdb (autovacuum on, defaults otherwise)")
 	fs.IntVar(&o.steadyRuns, "steady-runs", 1, "alternating runs of the steady load")
 	fs.StringVar(&o.steadyHold, "steady-hold", "both", "steady load without and with the held xmin horizon (both), without (off) or with it only (only)")
@@ -164,6 +165,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	b := &Boson{Bin: o.bosonBin, Workers: o.workers, SpawnBatch: o.spawnBatch, Spawners: o.spawners, Dir: tmp, Work: o.work}
 	rep := &Report{Started: time.Now().UTC(), Machine: machine(), LoadStart: soak.LoadAvg(), Args: args, Jobs: o.jobs, Runs: o.runs, Boson: b.settings()}
 	for _, store := range strings.Split(o.stores, ",") {
+		if !o.batch {
+			break
+		}
 		store = strings.TrimSpace(store)
 		url, peer := o.peer(store)
 		sr := &StoreReport{Store: store, Peer: peer.name(), PeerSettings: peer.settings()}

@@ -118,8 +118,8 @@ func writeSteady(b *strings.Builder, runs []*soak.Run) {
 		if len(r.Problems) > 0 {
 			check = "**" + strings.Join(r.Problems, "; ") + "**"
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %.1f ms | %.1f ms | %.1f ms | %d | %d | %s |\n", load, r.System, human(s.Offered), human(s.Drained),
-			human(s.LastDrained), s.P50, s.P90, s.P99, s.MaxBacklog, s.PeakDead, check)
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %s | %d | %d | %s |\n", load, r.System, human(s.Offered), human(s.Drained),
+			human(s.LastDrained), soak.FormatMs(s.P50), soak.FormatMs(s.P90), soak.FormatMs(s.P99), s.MaxBacklog, s.PeakDead, check)
 	}
 	b.WriteString("\n")
 	for _, held := range []bool{false, true} {

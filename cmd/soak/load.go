@@ -169,8 +169,8 @@ type Summary struct {
 
 // Steady offers spec's load through spawn, samples m (and probe, when not
 // nil) every spec.Interval, then waits for the backlog to drain. With a
-// probe, the schema's tables are vacuumed first, so that each load starts
-// as on a fresh table. An error
+// probe, the schema's tables are rewritten first (VACUUM FULL), so that
+// each load starts as on fresh tables. An error
 // means the load could not be offered; a backlog that does not drain is a
 // Problem of the run. report, when not nil, sees each sample as it is made.
 func Steady(ctx context.Context, spec Spec, spawn SpawnFunc, m *Meter, probe *Probe, report func(Sample)) (*Run, error) {

@@ -128,8 +128,9 @@ func (p *Probe) Tables(ctx context.Context) (Tables, error) {
 	return t, nil
 }
 
-// Vacuum vacuums and analyzes every table of the probe's schema, so that
-// a load starts without the dead tuples of an earlier one.
+// Vacuum rewrites and analyzes every table of the probe's schema (VACUUM
+// FULL), so that a load starts as on fresh tables, without the dead tuples
+// or the grown files of an earlier one. It locks each table while it runs.
 func (p *Probe) Vacuum(ctx context.Context) error {
 	rows, err := p.pool.Query(ctx, `SELECT format('%I.%I', schemaname, relname) FROM pg_stat_user_tables WHERE schemaname = $1`, p.schema)
 	if err != nil {
@@ -140,7 +141,7 @@ func (p *Probe) Vacuum(ctx context.Context) error {
 		return fmt.Errorf("soak: vacuum: %w", err)
 	}
 	for _, t := range tables {
-		if _, err := p.pool.Exec(ctx, `VACUUM (ANALYZE) `+t); err != nil {
+		if _, err := p.pool.Exec(ctx, `VACUUM (FULL, ANALYZE) `+t); err != nil {
 			return fmt.Errorf("soak: vacuum %s: %w", t, err)
 		}
 	}

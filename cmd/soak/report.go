@@ -30,7 +30,7 @@ func WriteMarkdown(w io.Writer, runs []*Run) error {
 			fmt.Fprintf(&b, " Settings: %s.", settingsText(r.Options))
 		}
 		if len(r.Server) > 0 {
-			fmt.Fprintf(&b, " Server: %s. The schema's tables were vacuumed before the load.", settingsText(r.Server))
+			fmt.Fprintf(&b, " Server: %s. The schema's tables were rewritten (VACUUM FULL) before the load.", settingsText(r.Server))
 		}
 		if r.Xmin != "" {
 			fmt.Fprintf(&b, " A REPEATABLE READ transaction held xmin %s from before the first spawn to after the last job finished.", r.Xmin)
@@ -247,6 +247,9 @@ func rateText(v float64) string {
 		return fmt.Sprintf("%.0f", v)
 	}
 }
+
+// FormatMs formats milliseconds as µs, ms or s with three digits or so.
+func FormatMs(ms float64) string { return msText(ms) }
 
 func msText(ms float64) string {
 	switch {
