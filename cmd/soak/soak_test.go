@@ -221,3 +221,27 @@ func TestPrivateServer(t *testing.T) {
 		t.Errorf("after vacuum: %d dead tuples (%v)", tb.DeadTuples, err)
 	}
 }
+
+// TestSlowSpawnsMissTheDrainGoal checks that the drain is judged against
+// the rate meant, so a queue that cannot take its spawns in time fails.
+func TestSlowSpawnsMissTheDrainGoal(t *testing.T) {
+	var m Meter
+	spawn := func(_ context.Context, _, n int) error {
+		time.Sleep(20 * time.Millisecond) // at most 500 jobs/s from one spawner
+		m.Done(n)
+		return nil
+	}
+	spec := Spec{Rate: 1000, Duration: 400 * time.Millisecond, Interval: 200 * time.Millisecond, Batch: 10, Spawners: 1, Stall: time.Second}
+	run, err := Steady(context.Background(), spec, spawn, &m, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Summary.Offered > 700 {
+		t.Fatalf("offered %.0f/s from a spawner capped at 500/s", run.Summary.Offered)
+	}
+	for _, v := range run.Verdicts() {
+		if strings.HasPrefix(v.Goal, "soak: drain") && v.Met {
+			t.Errorf("drain verdict met at %s: %+v", v.Got, v)
+		}
+	}
+}
