@@ -10,19 +10,18 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
-	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/boson-go/boson/conformance/testenv/testreq"
 )
 
 // PostgresService is the Postgres rung set: BOSON_TEST_POSTGRES_URL, a
-// server made with initdb and postgres from PATH or
-// /usr/lib/postgresql/*/bin, or the postgres:16 image.
+// server made with initdb and postgres from [testreq.PostgresBinDir], or the
+// postgres:16 image.
 var PostgresService = Service{
 	Name:   "postgres",
 	EnvVar: EnvPostgres,
@@ -46,67 +45,14 @@ func Postgres(t testing.TB) string {
 	return Lookup(t, PostgresService)
 }
 
-// postgresBinDir finds a directory holding initdb and postgres: the one
-// initdb on PATH resolves to, else the newest /usr/lib/postgresql/*/bin.
-func postgresBinDir() (string, error) {
-	has := func(dir string) bool {
-		for _, b := range []string{"initdb", "postgres"} {
-			if _, err := os.Stat(filepath.Join(dir, b)); err != nil {
-				return false
-			}
-		}
-		return true
-	}
-	if p, err := exec.LookPath("initdb"); err == nil {
-		if real, err := filepath.EvalSymlinks(p); err == nil && has(filepath.Dir(real)) {
-			return filepath.Dir(real), nil
-		}
-		if has(filepath.Dir(p)) {
-			return filepath.Dir(p), nil
-		}
-	}
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-	sort.Slice(dirs, func(i, j int) bool { return pgVersion(dirs[i]) > pgVersion(dirs[j]) })
-	for _, d := range dirs {
-		if has(d) {
-			return d, nil
-		}
-	}
-	return "", fmt.Errorf("%w: initdb and postgres are not on PATH nor under /usr/lib/postgresql/*/bin", ErrUnavailable)
-}
-
-func pgVersion(binDir string) int {
-	v, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
-	return v
-}
-
-// asPostgresUser returns the credential to run initdb and postgres with:
-// none for a normal user, the postgres account's for root (both programs
-// refuse to run as root).
-func asPostgresUser() (*syscall.Credential, error) {
-	if os.Geteuid() != 0 {
-		return nil, nil
-	}
-	u, err := user.Lookup("postgres")
-	if err != nil {
-		return nil, fmt.Errorf("%w: running as root and there is no postgres account for initdb", ErrUnavailable)
-	}
-	uid, err1 := strconv.ParseUint(u.Uid, 10, 32)
-	gid, err2 := strconv.ParseUint(u.Gid, 10, 32)
-	if err1 != nil || err2 != nil {
-		return nil, fmt.Errorf("%w: postgres account has ids %s:%s", ErrUnavailable, u.Uid, u.Gid)
-	}
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}, nil
-}
-
 // startPostgres makes a throw-away cluster with initdb and runs postgres
 // on it, on a free loopback port, with durability off.
 func startPostgres() (string, func(), error) {
-	bin, err := postgresBinDir()
+	bin, err := testreq.PostgresBinDir()
 	if err != nil {
 		return "", nil, err
 	}
-	cred, err := asPostgresUser()
+	cred, err := testreq.PostgresCredential()
 	if err != nil {
 		return "", nil, err
 	}

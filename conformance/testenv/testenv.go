@@ -4,8 +4,8 @@
 //  1. an environment variable holding a URL (BOSON_TEST_POSTGRES_URL,
 //     BOSON_TEST_REDIS_URL, BOSON_TEST_NATS_URL);
 //  2. a private server that the test process starts itself: redis-server
-//     or initdb and postgres found on PATH (or, for Postgres, under
-//     /usr/lib/postgresql/*/bin), on a free loopback port in a temporary
+//     from PATH, or initdb and postgres of any installed major version
+//     ([testreq.PostgresBinDir]), on a free loopback port in a temporary
 //     directory, or whatever starter the caller hands in (for example an
 //     in-process NATS server);
 //  3. a container run with dockertest, when a Docker engine answers a ping;
@@ -13,7 +13,8 @@
 //
 // With BOSON_TEST_REQUIRE=all (as CI sets it) a missing service fails the
 // test instead of skipping it; BOSON_TEST_REQUIRE may also list service
-// names, for example "postgres,redis".
+// names, for example "postgres,redis-server". Package [testreq] parses the
+// value, for this package and for every other helper that skips.
 //
 // A server that the ladder starts is shared by every test of the process
 // that asks for the same service, and stopped when the last of them ends.
@@ -22,12 +23,13 @@
 package testenv
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/boson-go/boson/conformance/testenv/testreq"
 )
 
 // Environment variables the ladder reads.
@@ -36,13 +38,14 @@ const (
 	EnvRedis    = "BOSON_TEST_REDIS_URL"
 	EnvNATS     = "BOSON_TEST_NATS_URL"
 	// EnvRequire turns a missing service into a test failure: "all", or a
-	// comma-separated list of service names.
-	EnvRequire = "BOSON_TEST_REQUIRE"
+	// comma-separated list of service names (see [testreq]).
+	EnvRequire = testreq.Env
 )
 
 // ErrUnavailable reports that a rung of the ladder cannot provide the
 // service here (no binary, no engine); the ladder moves on to the next.
-var ErrUnavailable = errors.New("testenv: unavailable")
+// It is [testreq.ErrUnavailable], which the program finders return.
+var ErrUnavailable = testreq.ErrUnavailable
 
 // Service describes one external service and how to obtain it.
 type Service struct {
@@ -114,6 +117,10 @@ func (s Service) rungs() []rung {
 // decide climbs the ladder for s with getenv; it has no other inputs, so
 // tests can check every outcome.
 func decide(getenv func(string) string, s Service) decision {
+	req, err := testreq.Parse(getenv(EnvRequire))
+	if err != nil {
+		return decision{fatal: true, message: "testenv: " + err.Error()}
+	}
 	if s.EnvVar != "" {
 		if u := strings.TrimSpace(getenv(s.EnvVar)); u != "" {
 			return decision{url: u, source: "env"}
@@ -130,23 +137,12 @@ func decide(getenv func(string) string, s Service) decision {
 		}
 		tried = append(tried, fmt.Sprintf("%s: %v", r.name, oneLine(err)))
 	}
-	d := decision{fatal: required(getenv, s.Name)}
+	d := decision{fatal: req.Has(s.Name)}
 	d.message = fmt.Sprintf("testenv: no %s service (%s)", s.Name, strings.Join(tried, "; "))
 	if d.fatal {
 		d.message += "; " + EnvRequire + " requires it"
 	}
 	return d
-}
-
-// required reports whether BOSON_TEST_REQUIRE asks for service name.
-func required(getenv func(string) string, name string) bool {
-	for _, f := range strings.Split(getenv(EnvRequire), ",") {
-		f = strings.ToLower(strings.TrimSpace(f))
-		if f == "all" || f == strings.ToLower(name) {
-			return true
-		}
-	}
-	return false
 }
 
 func oneLine(err error) string {

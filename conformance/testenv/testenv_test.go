@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/boson-go/boson/conformance/testenv/testreq"
 	"github.com/boson-go/boson/core"
 )
 
@@ -76,6 +77,8 @@ func TestDecideRequire(t *testing.T) {
 	s := Service{Name: "postgres", EnvVar: "PG_URL"}
 	for req, fatal := range map[string]bool{
 		"": false, "all": true, "ALL": true, "postgres": true, "redis, postgres": true, "redis,nats": false,
+		"postgres-server": false, "redis-server,nats-cluster": false,
+		"postgress": true, // a typo is refused, not taken for "nothing required"
 	} {
 		d := decide(env(map[string]string{EnvRequire: req}), s)
 		if d.fatal != fatal || d.url != "" {
@@ -88,6 +91,10 @@ func TestDecideRequire(t *testing.T) {
 	d := decide(env(map[string]string{EnvRequire: "all", "PG_URL": "postgres://x"}), s)
 	if d.url != "postgres://x" || d.fatal {
 		t.Fatalf("a required service given by env var: %+v", d)
+	}
+	d = decide(env(map[string]string{EnvRequire: "postgress", "PG_URL": "postgres://x"}), s)
+	if !d.fatal || !strings.Contains(d.message, `"postgress"`) {
+		t.Fatalf("a malformed %s with the service given by env var: %+v", EnvRequire, d)
 	}
 }
 
@@ -180,12 +187,24 @@ func TestRedisEnvVar(t *testing.T) {
 }
 
 // The local-server tests exercise the second rung; where it cannot run
-// they skip even under BOSON_TEST_REQUIRE, since the service itself may be
-// provided by the environment variable.
+// they skip, unless BOSON_TEST_REQUIRE requires the server program
+// (redis-server, postgres-server): the service itself may be provided by
+// the environment variable.
+
+// requireLocal clears the service's environment variable and sets
+// BOSON_TEST_REQUIRE to require the service only when the caller's
+// BOSON_TEST_REQUIRE requires its server program.
+func requireLocal(t *testing.T, envVar, service, program string) {
+	required := testreq.Required(t, program)
+	t.Setenv(envVar, "")
+	t.Setenv(EnvRequire, "")
+	if required {
+		t.Setenv(EnvRequire, service)
+	}
+}
 
 func TestRedisStartsServer(t *testing.T) {
-	t.Setenv(EnvRedis, "")
-	t.Setenv(EnvRequire, "")
+	requireLocal(t, EnvRedis, testreq.Redis, testreq.RedisServer)
 	u := Redis(t)
 	if err := redisPing(u); err != nil {
 		t.Fatalf("the ladder's Redis at %s does not answer: %v", u, err)
@@ -196,8 +215,7 @@ func TestRedisStartsServer(t *testing.T) {
 }
 
 func TestPostgresStartsServer(t *testing.T) {
-	t.Setenv(EnvPostgres, "")
-	t.Setenv(EnvRequire, "")
+	requireLocal(t, EnvPostgres, testreq.Postgres, testreq.PostgresServer)
 	u := Postgres(t)
 	if err := pgPing(u); err != nil {
 		t.Fatalf("the ladder's Postgres at %s does not answer: %v", u, err)
