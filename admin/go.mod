@@ -4,6 +4,7 @@ go 1.26
 
 require (
 	github.com/boson-go/boson/backend-mem v0.0.0
+	github.com/boson-go/boson/conformance v0.0.0
 	github.com/boson-go/boson/core v0.0.0
 	github.com/chromedp/chromedp v0.23.1
 )

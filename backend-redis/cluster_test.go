@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/boson-go/boson/conformance"
+	"github.com/boson-go/boson/conformance/testenv/testreq"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -28,7 +29,7 @@ var testCluster struct {
 // cluster on first use.
 func clusterClient(t testing.TB) *redis.ClusterClient {
 	t.Helper()
-	requireServerBinary(t)
+	requireServerBinary(t, testreq.RedisCluster)
 	testCluster.once.Do(func() { testCluster.err = startCluster() })
 	if testCluster.err != nil {
 		t.Fatalf("redis cluster: %v", testCluster.err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boson-go/boson/conformance/testenv/testreq"
 	"github.com/boson-go/boson/core"
 	"github.com/redis/go-redis/v9"
 )
@@ -22,7 +23,7 @@ func TestDurabilityRestart(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts redis-server")
 	}
-	requireServerBinary(t)
+	requireServerBinary(t, testreq.RedisServer)
 	srv, err := startServer(t.TempDir(), "--appendonly", "yes", "--appendfsync", "always")
 	if err != nil {
 		t.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boson-go/boson/conformance/testenv/testreq"
 	"github.com/boson-go/boson/core"
 	"github.com/redis/go-redis/v9"
 )
@@ -141,7 +142,7 @@ func TestLargestBatches(t *testing.T) {
 	// Redis serves nobody else meanwhile: use a private server, so that tests
 	// sharing the common one are not held up, and give the client room to
 	// wait rather than time out.
-	requireServerBinary(t)
+	requireServerBinary(t, testreq.RedisServer)
 	srv, err := startServer(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -2,12 +2,11 @@ package redisq
 
 import (
 	"context"
-	"os"
 	"os/exec"
-	"strings"
 	"testing"
 
 	"github.com/boson-go/boson/conformance/testenv"
+	"github.com/boson-go/boson/conformance/testenv/testreq"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -54,19 +53,14 @@ func standaloneClient(t testing.TB) *redis.Client {
 }
 
 // requireServerBinary skips t when redis-server is not on PATH, unless
-// BOSON_TEST_REQUIRE asks for redis, which makes it a failure.
-func requireServerBinary(t testing.TB) {
+// BOSON_TEST_REQUIRE requires service (testreq.RedisServer, or
+// testreq.RedisCluster for a test of the private cluster), which makes it
+// a failure.
+func requireServerBinary(t testing.TB, service string) {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err == nil {
-		return
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		testreq.Unavailable(t, service, "redis-server is not on PATH")
 	}
-	req := os.Getenv("BOSON_TEST_REQUIRE")
-	for _, f := range strings.Split(req, ",") {
-		if f = strings.TrimSpace(f); f == "all" || f == "redis" {
-			t.Fatalf("redis-server is not on PATH; BOSON_TEST_REQUIRE=%s requires it", req)
-		}
-	}
-	t.Skip("redis-server is not on PATH")
 }
 
 // dropPrefix deletes every key of a prefix.

@@ -19,7 +19,8 @@
 // Services come from BOSON_TEST_POSTGRES_URL, BOSON_TEST_REDIS_URL and
 // BOSON_TEST_NATS_URL, else the local defaults (127.0.0.1:5432 database
 // test, :6379, :4222). A service that does not answer skips its backend,
-// unless BOSON_TEST_REQUIRE is "all" or names it, which fails instead.
+// unless BOSON_TEST_REQUIRE requires it ("all", or a list naming it), which
+// fails instead.
 //
 // Run it with: go test -race ./... (from this folder); the throughput
 // figures with: go test -run X -bench Throughput -benchtime 2000x .

@@ -12,6 +12,7 @@ import (
 
 	natsq "github.com/boson-go/boson/backend-nats"
 	redisq "github.com/boson-go/boson/backend-redis"
+	"github.com/boson-go/boson/conformance/testenv/testreq"
 	"github.com/boson-go/boson/core"
 	"github.com/nats-io/nats.go"
 	"github.com/redis/go-redis/v9"
@@ -26,7 +27,7 @@ func uniqueName(kind string) string {
 }
 
 // requireService skips the test when addr does not answer, or fails it when
-// BOSON_TEST_REQUIRE names the service (or is "all"), as in CI.
+// BOSON_TEST_REQUIRE requires the service (testreq), as in CI.
 func requireService(t testing.TB, service, addr string) {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
@@ -34,11 +35,7 @@ func requireService(t testing.TB, service, addr string) {
 		c.Close()
 		return
 	}
-	req := os.Getenv("BOSON_TEST_REQUIRE")
-	if req == "all" || strings.Contains(req, service) {
-		t.Fatalf("%s at %s does not answer and BOSON_TEST_REQUIRE=%s: %v", service, addr, req, err)
-	}
-	t.Skipf("%s at %s does not answer: %v", service, addr, err)
+	testreq.Unavailable(t, service, fmt.Sprintf("%s does not answer: %v", addr, err))
 }
 
 func newRedisBackend(t testing.TB, clock core.Clock) core.QueueBackend {

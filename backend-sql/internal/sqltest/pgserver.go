@@ -9,30 +9,30 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
-)
 
-// PGBin is where Debian installs the PostgreSQL 15 server binaries.
-const PGBin = "/usr/lib/postgresql/15/bin"
+	"github.com/boson-go/boson/conformance/testenv/testreq"
+)
 
 // PGServer is a PostgreSQL server that a test owns: its own data
 // directory and a free loopback port.
 type PGServer struct {
 	t    testing.TB
+	bin  string // the directory of initdb, pg_ctl and postgres
 	dir  string
 	data string
 	Port int
 }
 
-// StartPGServer initialises and starts a server, stopped and removed at
-// cleanup. It skips the test (fails under BOSON_TEST_REQUIRE=all) when
-// the binaries are missing. When the test runs as root the server runs
-// as the postgres user.
+// StartPGServer initialises and starts a server of whatever major version
+// is installed (testreq.PostgresBinDir), stopped and removed at cleanup.
+// It skips the test when the programs are missing, or fails it when
+// BOSON_TEST_REQUIRE requires postgres-server. When the test runs as root
+// the server runs as the postgres user.
 func StartPGServer(t testing.TB) *PGServer {
 	t.Helper()
-	for _, b := range []string{"initdb", "pg_ctl"} {
-		if _, err := os.Stat(filepath.Join(PGBin, b)); err != nil {
-			Unavailable(t, "PostgreSQL server binaries: "+err.Error())
-		}
+	bin, err := testreq.PostgresBinDir()
+	if err != nil {
+		Unavailable(t, testreq.PostgresServer, err.Error())
 	}
 	dir, err := os.MkdirTemp("", "boson-pg-")
 	if err != nil {
@@ -41,7 +41,7 @@ func StartPGServer(t testing.TB) *PGServer {
 	if err := os.Chmod(dir, 0o777); err != nil {
 		t.Fatal(err)
 	}
-	s := &PGServer{t: t, dir: dir, data: filepath.Join(dir, "data")}
+	s := &PGServer{t: t, bin: bin, dir: dir, data: filepath.Join(dir, "data")}
 	t.Cleanup(func() {
 		_ = s.run("pg_ctl", "-D", s.data, "-m", "immediate", "stop")
 		_ = os.RemoveAll(dir)
@@ -84,7 +84,7 @@ func (s *PGServer) Stop() {
 }
 
 func (s *PGServer) run(name string, args ...string) error {
-	bin := filepath.Join(PGBin, name)
+	bin := filepath.Join(s.bin, name)
 	var cmd *exec.Cmd
 	if u, err := user.Current(); err == nil && u.Uid == "0" {
 		cmd = exec.Command("runuser", append([]string{"-u", "postgres", "--", bin}, args...)...)

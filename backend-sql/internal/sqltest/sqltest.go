@@ -6,13 +6,13 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/boson-go/boson/conformance/testenv"
+	"github.com/boson-go/boson/conformance/testenv/testreq"
 )
 
 // DefaultPostgresURL is the server the project's machines run.
@@ -20,19 +20,18 @@ const DefaultPostgresURL = "postgres://postgres@127.0.0.1:5432/test?sslmode=disa
 
 // PostgresURL returns the server to test against, from the project's
 // service ladder (BOSON_TEST_POSTGRES_URL, a private server, a container),
-// or skips t (fails it under BOSON_TEST_REQUIRE=all).
+// or skips t (fails it when BOSON_TEST_REQUIRE requires postgres).
 func PostgresURL(t testing.TB) string {
 	t.Helper()
 	return testenv.Postgres(t)
 }
 
-// Unavailable skips t, or fails it when BOSON_TEST_REQUIRE=all.
-func Unavailable(t testing.TB, why string) {
+// Unavailable skips t for want of service (one of testreq's names, such
+// as testreq.PostgresServer), or fails it when BOSON_TEST_REQUIRE requires
+// the service.
+func Unavailable(t testing.TB, service, why string) {
 	t.Helper()
-	if os.Getenv("BOSON_TEST_REQUIRE") == "all" {
-		t.Fatalf("required service unavailable: %s", why)
-	}
-	t.Skip("service unavailable: " + why)
+	testreq.Unavailable(t, service, why)
 }
 
 // Pool opens a small pool on url, closed at cleanup.
