@@ -7,27 +7,43 @@ import (
 	"time"
 )
 
-// networkFault returns a fault that, in turn, drops every worker
-// connection, stalls the workers' traffic for longer than their lease, and
-// sets a random latency. The scheduler's own connection bypasses the
+// networkFault returns a fault that, in turn, stalls the proxied workers'
+// traffic for longer than their lease, sets a random latency, and drops
+// every proxied connection. The scheduler's own connection bypasses the
 // proxy, so a stalled worker's jobs are rescued and completed elsewhere;
-// the stalled worker's late writes must be refused.
+// the stalled worker's late writes must be refused. A stall fires only
+// while a proxied worker holds running jobs, a drop only when there were
+// connections to drop; until then the same fault is tried again.
 func networkFault(p *proxy) func(r *run) string {
 	var n int
 	return func(r *run) string {
-		n++
+		var what string
 		switch n % 3 {
 		case 0:
-			return fmt.Sprintf("dropped %d connections", p.DropAll())
-		case 1:
+			var proxied []int
+			for slot := r.sc.DirectWorkers; slot < r.sc.Workers; slot++ {
+				proxied = append(proxied, slot)
+			}
+			w, held := r.busyWorker(proxied...)
+			if w == nil {
+				return ""
+			}
 			d := 2*leaseTTL + time.Duration(rand.IntN(500))*time.Millisecond
 			p.Stall(d)
-			return fmt.Sprintf("stalled traffic for %v (%d jobs running)", d, r.running())
-		default:
+			what = fmt.Sprintf("stalled proxied traffic for %v (worker %s holds %d running jobs)", d, w.id, held)
+		case 1:
 			d := time.Duration(rand.IntN(30)) * time.Millisecond
 			p.SetLatency(d)
-			return fmt.Sprintf("latency %v", d)
+			what = fmt.Sprintf("latency %v", d)
+		default:
+			dropped := p.DropAll()
+			if dropped == 0 {
+				return ""
+			}
+			what = fmt.Sprintf("dropped %d connections", dropped)
 		}
+		n++
+		return what
 	}
 }
 
@@ -44,7 +60,7 @@ func TestNetworkFaults(t *testing.T) {
 			answering(t, s.Name, s.URL)
 			p := startProxy(t, hostOf(s.URL))
 			sc := scenario{Name: "network/" + s.Name, Store: s, Jobs: 200, Workers: 3, WorkerURL: withHost(s.URL, p.Addr()),
-				DirectWorkers: 1, WorkMs: 60, Fault: networkFault(p), Every: 500 * time.Millisecond, Faults: 3}
+				DirectWorkers: 1, WorkMs: 60, Fault: networkFault(p), Every: 500 * time.Millisecond, Faults: 3, Recovers: true}
 			if full() {
 				sc.Jobs, sc.Faults, sc.Every, sc.Timeout = 5000, 300, time.Second, 15*time.Minute
 			}

@@ -7,12 +7,13 @@ import (
 	"time"
 )
 
-// pauseFault stops a random worker process with SIGSTOP for longer than
-// its lease, then lets it go on with SIGCONT: a worker whose clock jumped.
-// Its jobs are rescued and finished elsewhere meanwhile; when it wakes,
-// its writes under the old leases must be refused.
+// pauseFault stops the worker process that holds the most running jobs
+// with SIGSTOP for longer than its lease, then lets it go on with
+// SIGCONT: a worker whose clock jumped. Its jobs are rescued and finished
+// elsewhere meanwhile; when it wakes, its writes under the old leases
+// must be refused. It does nothing while no worker holds a job.
 func pauseFault(r *run) string {
-	w := r.randomWorker()
+	w, held := r.busyWorker()
 	if w == nil {
 		return ""
 	}
@@ -20,10 +21,9 @@ func pauseFault(r *run) string {
 	if err := w.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		return ""
 	}
-	running := r.running()
 	time.Sleep(2 * leaseTTL) // the fault itself: the process is frozen past its lease
 	_ = w.cmd.Process.Signal(syscall.SIGCONT)
-	return fmt.Sprintf("SIGSTOP worker pid %d for %v (%d jobs running)", pid, 2*leaseTTL, running)
+	return fmt.Sprintf("SIGSTOP worker %s (pid %d, %d jobs running) for %v", w.id, pid, held, 2*leaseTTL)
 }
 
 // TestPausedWorker freezes worker processes past their lease.
@@ -31,7 +31,7 @@ func TestPausedWorker(t *testing.T) {
 	for _, s := range sharedStores() {
 		t.Run(s.Name, func(t *testing.T) {
 			t.Parallel() // one store per backend; the runs share only the CPU
-			sc := scenario{Name: "sigstop/" + s.Name, Store: s, Jobs: 200, Workers: 3, WorkMs: 40, Fault: pauseFault, Every: 200 * time.Millisecond, Faults: 1}
+			sc := scenario{Name: "sigstop/" + s.Name, Store: s, Jobs: 200, Workers: 3, WorkMs: 40, Fault: pauseFault, Every: 200 * time.Millisecond, Faults: 1, Recovers: true}
 			if full() {
 				sc.Jobs, sc.Faults, sc.Timeout = 5000, 100, 15*time.Minute
 			}

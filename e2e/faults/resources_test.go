@@ -145,22 +145,27 @@ func TestConnectionsBoundedAndReused(t *testing.T) {
 	}
 }
 
-// TestPeakRSSDrainMillion measures the peak resident memory of a worker
-// draining 1,000,000 jobs, fed and cleaned in waves so the store holds at
-// most one wave. Opt in with BOSON_FAULTS_RSS=mem (or =sqlite, for a
-// worker on a SQLite file; BOSON_FAULTS_RSS_JOBS changes the count); it
-// prints the figures and checks nothing about time.
-func TestPeakRSSDrainMillion(t *testing.T) {
+// BenchmarkPeakRSSDrainMillion measures the peak resident memory of a
+// worker draining 1,000,000 jobs, fed and cleaned in waves so the store
+// holds at most one wave, on mem (BOSON_FAULTS_RSS=sqlite: on a SQLite
+// file; BOSON_FAULTS_RSS_JOBS changes the count). The peak is the
+// process's, so run one store per process, once:
+//
+//	go test -run '^$' -bench PeakRSS -benchtime 1x ./faults
+//
+// It prints the figures and reports the peak as peak-RSS-MiB.
+func BenchmarkPeakRSSDrainMillion(bm *testing.B) {
 	kind := os.Getenv("BOSON_FAULTS_RSS")
-	if kind == "" {
-		t.Skip("set BOSON_FAULTS_RSS=mem or =sqlite to measure")
-	}
 	ctx := context.Background()
-	var b core.QueueBackend = mem.New(mem.Options{Logger: quiet})
-	if kind == "sqlite" {
-		_ = b.Close()
+	var b core.QueueBackend
+	switch kind {
+	case "", "mem":
+		kind, b = "mem", mem.New(mem.Options{Logger: quiet})
+	case "sqlite":
 		s := sqliteStore()
-		b = s.Open(t, "", s.Locator(t), true)
+		b = s.Open(bm, "", s.Locator(bm), true)
+	default:
+		bm.Fatalf("BOSON_FAULTS_RSS=%q: want mem or sqlite", kind)
 	}
 	defer b.Close()
 	total := 1_000_000
@@ -169,18 +174,18 @@ func TestPeakRSSDrainMillion(t *testing.T) {
 	}
 	c, err := boson.NewClient(b, boson.ClientOptions{Logger: quiet})
 	if err != nil {
-		t.Fatal(err)
+		bm.Fatal(err)
 	}
 	w, err := boson.NewWorker(b, boson.WorkerOptions{Queues: []string{"rss"}, Concurrency: 10, Logger: quiet,
 		PollInterval: 5 * time.Millisecond, RetentionInterval: -1})
 	if err != nil {
-		t.Fatal(err)
+		bm.Fatal(err)
 	}
 	if err := boson.Register(w, countTask, func(_ context.Context, i int) (int, error) { return i + 1, nil }); err != nil {
-		t.Fatal(err)
+		bm.Fatal(err)
 	}
 	if err := w.Start(ctx); err != nil {
-		t.Fatal(err)
+		bm.Fatal(err)
 	}
 	defer func() { _ = w.Shutdown(ctx) }()
 	const wave = 10_000
@@ -188,7 +193,7 @@ func TestPeakRSSDrainMillion(t *testing.T) {
 	done := int64(0)
 	for spawned := 0; spawned < total; spawned += wave {
 		if _, err := boson.SpawnBatch(ctx, c, countTask, ins, boson.WithQueue("rss")); err != nil {
-			t.Fatal(err)
+			bm.Fatal(err)
 		}
 		for {
 			counts, _ := b.CountJobs(ctx, core.JobFilter{Queue: "rss"})
@@ -198,7 +203,7 @@ func TestPeakRSSDrainMillion(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 		if _, err := b.Cleanup(ctx, core.CleanupRequest{Queue: "rss", FinishedBefore: time.Now().Add(time.Hour), Limit: wave}); err != nil {
-			t.Fatal(err)
+			bm.Fatal(err)
 		}
 		done += wave
 		if done%100_000 == 0 {
@@ -206,22 +211,33 @@ func TestPeakRSSDrainMillion(t *testing.T) {
 		}
 	}
 	fmt.Printf("rss %s: drained %d jobs, peak RSS %s\n", kind, done, procStatus("VmHWM"))
+	if kb, err := strconv.Atoi(procStatusKB("VmHWM")); err == nil {
+		bm.ReportMetric(float64(kb)/1024, "peak-RSS-MiB")
+	}
 }
 
 // procStatus returns a field of /proc/self/status, such as "VmHWM" (peak
-// resident set).
+// resident set), in MiB.
 func procStatus(field string) string {
-	b, err := os.ReadFile("/proc/self/status")
+	kb, err := strconv.Atoi(procStatusKB(field))
 	if err != nil {
 		return "?"
 	}
+	return fmt.Sprintf("%.1f MiB", float64(kb)/1024)
+}
+
+// procStatusKB returns the kilobytes of a field of /proc/self/status, or "".
+func procStatusKB(field string) string {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return ""
+	}
 	for _, l := range strings.Split(string(b), "\n") {
 		if strings.HasPrefix(l, field+":") {
-			f := strings.Fields(l)
-			if kb, err := strconv.Atoi(f[1]); err == nil {
-				return fmt.Sprintf("%.1f MiB", float64(kb)/1024)
+			if f := strings.Fields(l); len(f) > 1 {
+				return f[1]
 			}
 		}
 	}
-	return "?"
+	return ""
 }

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,9 +42,16 @@ type scenario struct {
 	// Fault injects one fault; the runner calls it every Every until the
 	// jobs are done or Faults faults were injected. It returns a short
 	// description for the log, or "" when it did nothing.
+	// A fault fires only when it hit something: a worker that held
+	// jobs, a store that was serving them. The scenario fails if none
+	// fired.
 	Fault  func(r *run) string
 	Every  time.Duration
 	Faults int
+	// Recovers marks a scenario whose faults take leases away from
+	// running attempts: it fails unless the store recovered (marked lost)
+	// at least one run.
+	Recovers bool
 	// WorkMs bounds the random work in each step and after the last; 0
 	// means 4 ms.
 	WorkMs int
@@ -66,11 +73,12 @@ type run struct {
 	workers map[int]*worker // by slot
 	seq     int
 	faults  atomic.Int64
-	spawned map[string]In
+	spawned map[string]planned
 }
 
 // worker is one worker process.
 type worker struct {
+	id   string // its worker id, as the store's leases name it
 	cmd  *exec.Cmd
 	out  *bytes.Buffer
 	done chan struct{}
@@ -78,7 +86,8 @@ type worker struct {
 
 // runScenario spawns the jobs, keeps sc.Workers worker processes running,
 // injects faults until every job is terminal, then checks the invariants
-// from the store and prints the figures.
+// from the store (check_test.go), failing the test on every broken one,
+// and prints the figures.
 func runScenario(t *testing.T, sc scenario) report {
 	t.Helper()
 	if sc.WorkMs == 0 {
@@ -90,7 +99,7 @@ func runScenario(t *testing.T, sc scenario) report {
 	ctx, cancel := context.WithTimeout(context.Background(), sc.Timeout)
 	defer cancel()
 	r := &run{t: t, sc: sc, ctx: ctx, locator: sc.Store.Locator(t), queue: "faults", record: t.TempDir(),
-		workers: map[int]*worker{}, spawned: map[string]In{}}
+		workers: map[int]*worker{}, spawned: map[string]planned{}}
 	r.b = sc.Store.Open(t, sc.Store.URL, r.locator, true)
 	client, err := boson.NewClient(r.b, boson.ClientOptions{Logger: quiet})
 	if err != nil {
@@ -126,14 +135,14 @@ func runScenario(t *testing.T, sc scenario) report {
 	}
 	r.stopAll()
 	rep := r.check()
-	rep.Faults = int(r.faults.Load())
 	fmt.Printf("faults %-28s %s\n", sc.Name+":", rep)
 	t.Logf("%s", rep)
+	writeRow(t, sc.Name, rep)
 	return rep
 }
 
-// spawn stores the jobs: a mix of zero to three steps, 2%% planned
-// failures, and 2%% cancelled right away.
+// spawn stores the jobs: a mix of zero to three steps, 2% planned
+// failures, and 2% cancelled right away (before any worker runs).
 func (r *run) spawn(client *boson.Client) {
 	const batch = 500
 	for start := 0; start < r.sc.Jobs; start += batch {
@@ -149,12 +158,13 @@ func (r *run) spawn(client *boson.Client) {
 			r.t.Fatalf("spawn: %v", err)
 		}
 		for i, h := range hs {
-			r.spawned[h.ID()] = ins[i]
-			if (start+i)%50 == 13 {
+			p := planned{In: ins[i], Cancel: (start+i)%50 == 13}
+			if p.Cancel {
 				if err := h.Cancel(r.ctx, "cancelled by the scenario"); err != nil {
 					r.t.Fatalf("cancel: %v", err)
 				}
 			}
+			r.spawned[h.ID()] = p
 		}
 	}
 }
@@ -163,7 +173,7 @@ func (r *run) spawn(client *boson.Client) {
 // the jobs are done).
 func (r *run) waitStarted() {
 	for r.ctx.Err() == nil {
-		files, _ := filepath.Glob(filepath.Join(r.record, "*.log"))
+		files, _ := filepath.Glob(filepath.Join(r.record, "*.jsonl"))
 		busy := 0
 		for _, f := range files {
 			if st, err := os.Stat(f); err == nil && st.Size() > 0 {
@@ -209,11 +219,11 @@ func (r *run) startWorker(slot int) {
 	if url == "" || slot < r.sc.DirectWorkers {
 		url = r.sc.Store.URL
 	}
+	id := "w" + strconv.Itoa(slot) + "-" + strconv.Itoa(r.seq)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestFaultWorkerProcess$", "-test.count=1")
 	cmd.Env = append(os.Environ(), envStore+"="+r.sc.Store.Name, envURL+"="+url, envLocator+"="+r.locator,
-		envQueue+"="+r.queue, envRecord+"="+r.record, envWorker+"=w"+strconv.Itoa(slot)+"-"+strconv.Itoa(r.seq),
-		envLease+"="+leaseTTL.String())
-	w := &worker{cmd: cmd, out: &bytes.Buffer{}, done: make(chan struct{})}
+		envQueue+"="+r.queue, envRecord+"="+r.record, envWorker+"="+id, envLease+"="+leaseTTL.String())
+	w := &worker{id: id, cmd: cmd, out: &bytes.Buffer{}, done: make(chan struct{})}
 	cmd.Stdout, cmd.Stderr = w.out, w.out
 	if err := cmd.Start(); err != nil {
 		r.t.Fatalf("start worker: %v", err)
@@ -242,22 +252,43 @@ func (r *run) keepWorkers() {
 	}
 }
 
-// randomWorker returns a live worker process, or nil.
-func (r *run) randomWorker() *worker {
+// busyWorker returns the live worker process that holds the most running
+// jobs by the store, and how many; nil when no live worker holds one.
+// slots, when given, limits the choice to those slots.
+func (r *run) busyWorker(slots ...int) (*worker, int) {
+	held := map[string]int{}
+	f := core.JobFilter{Queue: r.queue, States: []core.JobState{core.StateRunning}, Limit: core.MaxPageSize}
+	for {
+		page, err := r.b.ListJobs(r.ctx, f)
+		if err != nil {
+			return nil, 0 // the store may be restarting; try again later
+		}
+		for _, j := range page.Jobs {
+			held[j.Lease.WorkerID]++
+		}
+		if page.Next == "" {
+			break
+		}
+		f.Cursor = page.Next
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var live []*worker
-	for _, w := range r.workers {
+	var best *worker
+	n := 0
+	for slot, w := range r.workers {
+		if len(slots) > 0 && !slices.Contains(slots, slot) {
+			continue
+		}
 		select {
 		case <-w.done:
+			continue
 		default:
-			live = append(live, w)
+		}
+		if held[w.id] > n {
+			best, n = w, held[w.id]
 		}
 	}
-	if len(live) == 0 {
-		return nil
-	}
-	return live[rand.IntN(len(live))]
+	return best, n
 }
 
 // stopAll stops every worker with SIGTERM (SIGKILL after a while) and
@@ -281,10 +312,11 @@ func (r *run) stopAll() {
 	}
 }
 
-// killFault kills a random worker process with SIGKILL; keepWorkers
-// starts another in its slot.
+// killFault kills the worker process that holds the most running jobs
+// with SIGKILL; keepWorkers starts another in its slot. It does nothing
+// while no worker holds a job.
 func killFault(r *run) string {
-	w := r.randomWorker()
+	w, held := r.busyWorker()
 	if w == nil {
 		return ""
 	}
@@ -292,7 +324,7 @@ func killFault(r *run) string {
 		return ""
 	}
 	<-w.done
-	return fmt.Sprintf("SIGKILL worker pid %d", w.cmd.Process.Pid)
+	return fmt.Sprintf("SIGKILL worker %s (pid %d, %d jobs running)", w.id, w.cmd.Process.Pid, held)
 }
 
 func lastLines(s string, n int) string {

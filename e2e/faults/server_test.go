@@ -2,11 +2,11 @@ package faults_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/boson-go/boson/conformance/testenv/testreq"
 	"github.com/jackc/pgx/v5"
 	"github.com/nats-io/nats.go"
 	"github.com/redis/go-redis/v9"
@@ -23,11 +24,18 @@ import (
 // server is a store server this test owns: a process it can kill and
 // start again on the same port and data directory.
 type server struct {
-	t     testing.TB
-	name  string
-	url   string
-	args  func() *exec.Cmd
-	ready func(ctx context.Context) error
+	t    testing.TB
+	name string
+	// port is the server's port and aux a second one for a server that
+	// needs it (a NATS node's route port), both chosen by launch; url is
+	// the server's URL.
+	port, aux int
+	url       string
+	// args returns the command that runs the server on its ports; urlOf
+	// its URL on port.
+	args  func(port, aux int) *exec.Cmd
+	urlOf func(port int) string
+	ready func(ctx context.Context, url string) error
 	// crash is the signal that stops the server without a clean shutdown.
 	crash syscall.Signal
 
@@ -35,6 +43,10 @@ type server struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 }
+
+// errPortTaken reports a server that exited because another process took
+// its port between freePort and the server's bind.
+var errPortTaken = errors.New("port taken")
 
 func freePort(t testing.TB) int {
 	t.Helper()
@@ -46,9 +58,9 @@ func freePort(t testing.TB) int {
 	return ln.Addr().(*net.TCPAddr).Port
 }
 
-// start runs the server and waits until it answers.
+// start runs the server on s.port and waits until it answers.
 func (s *server) start() error {
-	cmd := s.args()
+	cmd := s.args(s.port, s.aux)
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
@@ -59,6 +71,7 @@ func (s *server) start() error {
 	}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
+		out.Close()
 		return err
 	}
 	done := make(chan struct{})
@@ -70,7 +83,7 @@ func (s *server) start() error {
 	defer cancel()
 	for {
 		actx, acancel := context.WithTimeout(ctx, 2*time.Second)
-		err := s.ready(actx)
+		err := s.ready(actx, s.url)
 		acancel()
 		if err == nil {
 			return nil
@@ -78,8 +91,12 @@ func (s *server) start() error {
 		select {
 		case <-done:
 			b, _ := os.ReadFile(out.Name())
+			if strings.Contains(strings.ToLower(string(b)), "address already in use") {
+				return fmt.Errorf("%s exited: %w: %s", s.name, errPortTaken, lastLines(string(b), 5))
+			}
 			return fmt.Errorf("%s exited: %s", s.name, lastLines(string(b), 5))
 		case <-ctx.Done():
+			s.stop(syscall.SIGKILL)
 			b, _ := os.ReadFile(out.Name())
 			return fmt.Errorf("%s did not answer: %v: %s", s.name, err, lastLines(string(b), 5))
 		case <-time.After(50 * time.Millisecond):
@@ -116,77 +133,129 @@ func restartFault(s *server) func(r *run) string {
 	}
 }
 
-// startServer starts s and stops it when the test ends.
-func startServer(t testing.TB, s *server) *server {
+// launchAttempts bounds the starts of a server whose port another process
+// took meanwhile.
+const launchAttempts = 5
+
+// launch picks the servers' ports and starts them all (at once: a
+// cluster answers only once a quorum runs), again on fresh ports when
+// another process took one, and stops them when the test ends. A server
+// that cannot start skips the test, or fails it when BOSON_TEST_REQUIRE
+// requires service.
+func launch(t testing.TB, service string, ss ...*server) {
 	t.Helper()
-	s.t = t
-	if err := s.start(); err != nil {
-		t.Skipf("%s: %v", s.name, err)
+	var err error
+	for attempt := 1; attempt <= launchAttempts; attempt++ {
+		for _, s := range ss {
+			s.t, s.port, s.aux = t, freePort(t), freePort(t)
+			s.url = s.urlOf(s.port)
+		}
+		errs := make(chan error, len(ss))
+		for _, s := range ss {
+			go func() { errs <- s.start() }()
+		}
+		err = nil
+		for range ss {
+			if e := <-errs; e != nil && (err == nil || errors.Is(e, errPortTaken)) {
+				err = e
+			}
+		}
+		if err == nil {
+			t.Cleanup(func() {
+				for _, s := range ss {
+					s.stop(syscall.SIGKILL)
+				}
+			})
+			return
+		}
+		for _, s := range ss {
+			s.stop(syscall.SIGKILL)
+		}
+		if !errors.Is(err, errPortTaken) {
+			break
+		}
+		t.Logf("%v; starting again on other ports", err)
 	}
-	t.Cleanup(func() { s.stop(syscall.SIGKILL) })
-	return s
+	testreq.Unavailable(t, service, err.Error())
+}
+
+// serverBinary returns the path of program, from PATH or else from the
+// directories given; it skips t, or fails it when BOSON_TEST_REQUIRE
+// requires service, when there is none.
+func serverBinary(t testing.TB, service, program string, dirs ...string) string {
+	t.Helper()
+	if bin, err := exec.LookPath(program); err == nil {
+		return bin
+	}
+	for _, d := range dirs {
+		if bin := filepath.Join(d, program); fileExists(bin) {
+			return bin
+		}
+	}
+	testreq.Unavailable(t, service, fmt.Sprintf("%s is neither on PATH nor in %s", program, strings.Join(dirs, ", ")))
+	return ""
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 // redisServer is a private redis-server with every write in the
 // append-only file, fsynced before the reply.
 func redisServer(t testing.TB) *server {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		t.Skip("redis-server is not on PATH")
-	}
-	dir, port := t.TempDir(), freePort(t)
-	url := fmt.Sprintf("redis://127.0.0.1:%d/0", port)
-	return startServer(t, &server{name: "redis", url: url, crash: syscall.SIGKILL,
-		args: func() *exec.Cmd {
+	bin := serverBinary(t, testreq.RedisServer, "redis-server", "/usr/bin", "/usr/local/bin")
+	dir := t.TempDir()
+	s := &server{name: "redis", crash: syscall.SIGKILL,
+		args: func(port, _ int) *exec.Cmd {
 			return exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
 				"--appendonly", "yes", "--appendfsync", "always", "--save", "", "--protected-mode", "no", "--daemonize", "no")
 		},
-		ready: func(ctx context.Context) error {
+		urlOf: func(port int) string { return fmt.Sprintf("redis://127.0.0.1:%d/0", port) },
+		ready: func(ctx context.Context, url string) error {
 			opt, _ := redis.ParseURL(url)
 			c := redis.NewClient(opt)
 			defer c.Close()
 			return c.Ping(ctx).Err()
 		},
-	})
+	}
+	launch(t, testreq.RedisServer, s)
+	return s
+}
+
+// natsServerBinary returns the path of nats-server (Debian installs it in
+// /usr/sbin, which a normal user's PATH may lack).
+func natsServerBinary(t testing.TB, service string) string {
+	return serverBinary(t, service, "nats-server", "/usr/sbin", "/usr/local/bin")
 }
 
 // natsServer is a private nats-server with JetStream in a store directory
 // that survives its restarts.
 func natsServer(t testing.TB) *server {
-	bin, err := exec.LookPath("nats-server")
-	if err != nil {
-		if _, err2 := os.Stat("/usr/sbin/nats-server"); err2 != nil {
-			t.Skip("nats-server is not installed")
-		}
-		bin = "/usr/sbin/nats-server"
-	}
-	dir, port := t.TempDir(), freePort(t)
-	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
-	return startServer(t, &server{name: "nats", url: url, crash: syscall.SIGKILL,
-		args: func() *exec.Cmd {
+	bin := natsServerBinary(t, testreq.NATSServer)
+	dir := t.TempDir()
+	s := &server{name: "nats", crash: syscall.SIGKILL,
+		args: func(port, _ int) *exec.Cmd {
 			return exec.Command(bin, "-a", "127.0.0.1", "-p", strconv.Itoa(port), "-js", "-sd", dir)
 		},
-		ready: natsReady(url),
-	})
+		urlOf: func(port int) string { return fmt.Sprintf("nats://127.0.0.1:%d", port) },
+		ready: natsReady,
+	}
+	launch(t, testreq.NATSServer, s)
+	return s
 }
 
-// postgresServer is a private Postgres cluster made with initdb, with
-// fsync on; a crash is an immediate shutdown (SIGQUIT), after which the
-// server replays its write-ahead log.
+// postgresServer is a private Postgres cluster made with initdb, of any
+// installed major version, with fsync on; a crash is an immediate
+// shutdown (SIGQUIT), after which the server replays its write-ahead log.
 func postgresServer(t testing.TB) *server {
-	bin := "/usr/lib/postgresql/15/bin"
-	if _, err := os.Stat(filepath.Join(bin, "initdb")); err != nil {
-		t.Skip("no Postgres 15 binaries")
+	bin, err := testreq.PostgresBinDir()
+	if err != nil {
+		testreq.Unavailable(t, testreq.PostgresServer, err.Error())
 	}
-	var cred *syscall.Credential
-	if os.Geteuid() == 0 {
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			t.Skip("running as root without a postgres account")
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}
+	cred, err := testreq.PostgresCredential()
+	if err != nil {
+		testreq.Unavailable(t, testreq.PostgresServer, err.Error())
 	}
 	dir, err := os.MkdirTemp("", "boson-faults-pg-")
 	if err != nil {
@@ -203,19 +272,20 @@ func postgresServer(t testing.TB) *server {
 	initdb.Dir = dir
 	initdb.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 	if out, err := initdb.CombinedOutput(); err != nil {
-		t.Skipf("initdb: %v: %s", err, lastLines(string(out), 3))
+		testreq.Unavailable(t, testreq.PostgresServer, fmt.Sprintf("%s: %v: %s", initdb, err, lastLines(string(out), 3)))
 	}
-	port := freePort(t)
-	url := fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
-	return startServer(t, &server{name: "postgres", url: url, crash: syscall.SIGQUIT,
-		args: func() *exec.Cmd {
+	s := &server{name: "postgres", crash: syscall.SIGQUIT,
+		args: func(port, _ int) *exec.Cmd {
 			cmd := exec.Command(filepath.Join(bin, "postgres"), "-D", data, "-p", strconv.Itoa(port),
 				"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="+dir, "-c", "max_connections=100")
 			cmd.Dir = dir
 			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 			return cmd
 		},
-		ready: func(ctx context.Context) error {
+		urlOf: func(port int) string {
+			return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+		},
+		ready: func(ctx context.Context, url string) error {
 			c, err := pgx.Connect(ctx, url)
 			if err != nil {
 				return err
@@ -223,57 +293,39 @@ func postgresServer(t testing.TB) *server {
 			defer c.Close(ctx)
 			return c.Ping(ctx)
 		},
-	})
+	}
+	launch(t, testreq.PostgresServer, s)
+	return s
 }
 
 // natsCluster is three private nats-server nodes with JetStream, each on
 // its own store directory, routed to each other.
 func natsCluster(t testing.TB) (url string, nodes []*server) {
-	bin, err := exec.LookPath("nats-server")
-	if err != nil {
-		if _, err2 := os.Stat("/usr/sbin/nats-server"); err2 != nil {
-			t.Skip("nats-server is not installed")
-		}
-		bin = "/usr/sbin/nats-server"
-	}
-	var ports, cports []int
-	var urls, routes []string
-	for i := 0; i < 3; i++ {
-		ports, cports = append(ports, freePort(t)), append(cports, freePort(t))
-		urls = append(urls, fmt.Sprintf("nats://127.0.0.1:%d", ports[i]))
-		routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", cports[i]))
-	}
-	// Start all three before waiting: JetStream answers once a meta leader
-	// is elected, which needs a quorum.
+	bin := natsServerBinary(t, testreq.NATSCluster)
+	// Each node listens for clients on its port and for routes on its aux
+	// port.
 	nodes = make([]*server, 3)
 	for i := range nodes {
-		dir, i := t.TempDir(), i
-		nodes[i] = &server{t: t, name: fmt.Sprintf("nats-node%d", i), url: urls[i], crash: syscall.SIGKILL,
-			args: func() *exec.Cmd {
-				return exec.Command(bin, "-a", "127.0.0.1", "-p", strconv.Itoa(ports[i]), "-js", "-sd", dir,
+		dir := t.TempDir()
+		nodes[i] = &server{name: fmt.Sprintf("nats-node%d", i), crash: syscall.SIGKILL,
+			args: func(port, aux int) *exec.Cmd {
+				var routes []string
+				for _, n := range nodes {
+					routes = append(routes, fmt.Sprintf("nats://127.0.0.1:%d", n.aux))
+				}
+				return exec.Command(bin, "-a", "127.0.0.1", "-p", strconv.Itoa(port), "-js", "-sd", dir,
 					"-n", fmt.Sprintf("node%d", i), "--cluster_name", "boson", "--cluster", routes[i],
 					"--routes", strings.Join(routes, ","))
 			},
-			ready: natsReady(urls[i]),
+			urlOf: func(port int) string { return fmt.Sprintf("nats://127.0.0.1:%d", port) },
+			ready: natsReady,
 		}
 	}
-	errs := make(chan error, 3)
+	launch(t, testreq.NATSCluster, nodes...)
+	var urls []string
 	for _, n := range nodes {
-		go func() { errs <- n.start() }()
+		urls = append(urls, n.url)
 	}
-	for range nodes {
-		if err := <-errs; err != nil {
-			for _, n := range nodes {
-				n.stop(syscall.SIGKILL)
-			}
-			t.Skipf("nats cluster: %v", err)
-		}
-	}
-	t.Cleanup(func() {
-		for _, n := range nodes {
-			n.stop(syscall.SIGKILL)
-		}
-	})
 	return strings.Join(urls, ","), nodes
 }
 
@@ -289,18 +341,16 @@ func nodeRestartFault(nodes []*server) func(r *run) string {
 }
 
 // natsReady reports whether the NATS server at url answers with JetStream.
-func natsReady(url string) func(ctx context.Context) error {
-	return func(ctx context.Context) error {
-		nc, err := nats.Connect(url, nats.Timeout(time.Second))
-		if err != nil {
-			return err
-		}
-		defer nc.Close()
-		js, err := nc.JetStream()
-		if err != nil {
-			return err
-		}
-		_, err = js.AccountInfo(nats.Context(ctx))
+func natsReady(ctx context.Context, url string) error {
+	nc, err := nats.Connect(url, nats.Timeout(time.Second))
+	if err != nil {
 		return err
 	}
+	defer nc.Close()
+	js, err := nc.JetStream()
+	if err != nil {
+		return err
+	}
+	_, err = js.AccountInfo(nats.Context(ctx))
+	return err
 }

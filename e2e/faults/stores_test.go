@@ -18,6 +18,7 @@ import (
 	redisq "github.com/boson-go/boson/backend-redis"
 	"github.com/boson-go/boson/backend-sql/postgres"
 	"github.com/boson-go/boson/backend-sql/sqliteq"
+	"github.com/boson-go/boson/conformance/testenv/testreq"
 	"github.com/boson-go/boson/core"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
@@ -57,7 +58,7 @@ func envOr(k, def string) string {
 }
 
 // answering skips t when the server at rawURL does not answer, or fails it
-// when BOSON_TEST_REQUIRE names the service (or is "all").
+// when BOSON_TEST_REQUIRE requires the service (testreq).
 func answering(t testing.TB, service, rawURL string) {
 	t.Helper()
 	u, err := url.Parse(strings.Split(rawURL, ",")[0])
@@ -69,10 +70,7 @@ func answering(t testing.TB, service, rawURL string) {
 		c.Close()
 		return
 	}
-	if req := os.Getenv("BOSON_TEST_REQUIRE"); req == "all" || strings.Contains(req, service) {
-		t.Fatalf("%s at %s does not answer: %v", service, u.Host, err)
-	}
-	t.Skipf("%s at %s does not answer: %v", service, u.Host, err)
+	testreq.Unavailable(t, service, fmt.Sprintf("%s does not answer: %v", u.Host, err))
 }
 
 // withHost returns rawURL with its host:port replaced by addr.
@@ -113,7 +111,7 @@ func postgresStore(rawURL string) store {
 	return store{
 		Name: "postgres", Networked: true, URL: rawURL,
 		Open: func(t testing.TB, rawURL, schema string, owner bool) core.QueueBackend {
-			answering(t, "postgres", rawURL)
+			answering(t, testreq.Postgres, rawURL)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			cfg, err := pgxpool.ParseConfig(rawURL)
@@ -155,7 +153,7 @@ func redisStore(rawURL string) store {
 	return store{
 		Name: "redis", Networked: true, URL: rawURL,
 		Open: func(t testing.TB, rawURL, prefix string, owner bool) core.QueueBackend {
-			answering(t, "redis", rawURL)
+			answering(t, testreq.Redis, rawURL)
 			opt, err := redis.ParseURL(rawURL)
 			if err != nil {
 				t.Fatal(err)
@@ -196,7 +194,11 @@ func natsStoreReplicas(name, rawURL string, replicas int) store {
 	return store{
 		Name: name, Networked: replicas == 1, URL: rawURL,
 		Open: func(t testing.TB, rawURL, ns string, owner bool) core.QueueBackend {
-			answering(t, "nats", rawURL)
+			service := testreq.NATS
+			if replicas > 1 {
+				service = testreq.NATSCluster
+			}
+			answering(t, service, rawURL)
 			nc, err := nats.Connect(rawURL, nats.MaxReconnects(-1), nats.ReconnectWait(50*time.Millisecond),
 				nats.Timeout(3*time.Second))
 			if err != nil {

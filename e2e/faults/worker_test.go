@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"math/rand/v2"
 	"os"
 	"os/signal"
@@ -14,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/boson-go/boson/core"
 	boson "github.com/boson-go/boson/runtime"
 )
 
@@ -56,23 +54,14 @@ var (
 // errPlanned is the failure of jobs spawned with Fail set.
 var errPlanned = errors.New("planned failure")
 
-// recorder appends one line per event to a per-process file: one write
-// per line, so a SIGKILL loses no line already written.
-type recorder struct{ f *os.File }
-
-func (r recorder) line(format string, a ...any) {
-	_, _ = r.f.WriteString(fmt.Sprintf(format, a...) + "\n")
-}
-
-// faultHandler is the task the worker processes run. Lines: "X job token"
-// when an attempt starts, "S job step value" for each step value it reads
-// back, "K job step token" when the store refused to save a step's value
-// (ErrLeaseLost), "D job token" when it returns its result.
-func faultHandler(rec recorder) func(context.Context, In) (Out, error) {
+// faultHandler is the task the worker processes run. It records an
+// evStart event when an attempt starts, an evStep event for each step
+// value it reads back and an evFinish event when it returns its result.
+func faultHandler(rec *recorder) func(context.Context, In) (Out, error) {
 	pid := os.Getpid()
 	return func(ctx context.Context, in In) (Out, error) {
 		info, _ := boson.Info(ctx)
-		rec.line("X %s %d", info.JobID, info.Token)
+		rec.add(event{Kind: evStart, Job: info.JobID, Token: info.Token})
 		out := Out{Token: info.Token, Pid: pid}
 		for i := 0; i < in.Steps && i < len(faultSteps); i++ {
 			v, err := faultSteps[i].Run(ctx, func(ctx context.Context) (string, error) {
@@ -82,12 +71,9 @@ func faultHandler(rec recorder) func(context.Context, In) (Out, error) {
 				return fmt.Sprintf("%d/%d/%d", pid, info.Token, info.Attempt), nil
 			})
 			if err != nil {
-				if errors.Is(err, core.ErrLeaseLost) {
-					rec.line("K %s s%d %d", info.JobID, i, info.Token)
-				}
 				return Out{}, err
 			}
-			rec.line("S %s s%d %s", info.JobID, i, v)
+			rec.add(event{Kind: evStep, Job: info.JobID, Token: info.Token, Step: "s" + strconv.Itoa(i), Value: v})
 			out.Steps = append(out.Steps, v)
 		}
 		if err := work(ctx, in.WorkMs); err != nil {
@@ -96,7 +82,7 @@ func faultHandler(rec recorder) func(context.Context, In) (Out, error) {
 		if in.Fail {
 			return Out{}, boson.Permanent(errPlanned)
 		}
-		rec.line("D %s %d", info.JobID, info.Token)
+		rec.add(event{Kind: evFinish, Job: info.JobID, Token: info.Token})
 		return out, nil
 	}
 }
@@ -116,11 +102,11 @@ func work(ctx context.Context, ms int) error {
 }
 
 // TestFaultWorkerProcess is the worker process of the fault scenarios; it
-// does nothing unless a scenario started it.
+// does nothing, and passes, unless a scenario started it.
 func TestFaultWorkerProcess(t *testing.T) {
 	name := os.Getenv(envStore)
 	if name == "" {
-		t.Skip("runs only as a worker process of a fault scenario")
+		return
 	}
 	s, ok := storeNamed(name, os.Getenv(envURL))
 	if !ok {
@@ -130,21 +116,22 @@ func TestFaultWorkerProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.OpenFile(filepath.Join(os.Getenv(envRecord), strconv.Itoa(os.Getpid())+".log"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	f, err := os.OpenFile(filepath.Join(os.Getenv(envRecord), strconv.Itoa(os.Getpid())+".jsonl"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	b := s.Open(t, os.Getenv(envURL), os.Getenv(envLocator), false)
+	rec := &recorder{f: f}
+	b := recording(s.Open(t, os.Getenv(envURL), os.Getenv(envLocator), false), rec)
 	w, err := boson.NewWorker(b, boson.WorkerOptions{
-		ID: os.Getenv(envWorker), Queues: []string{os.Getenv(envQueue)}, Concurrency: 8, Logger: slog.New(outcomeLog{rec: recorder{f}}),
+		ID: os.Getenv(envWorker), Queues: []string{os.Getenv(envQueue)}, Concurrency: 8, Logger: quiet,
 		LeaseTTL: lease, HeartbeatInterval: lease / 5, PollInterval: 20 * time.Millisecond,
 		RescueInterval: lease / 2, RetentionInterval: -1, ShutdownGrace: 2 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := boson.Register(w, faultTask, faultHandler(recorder{f})); err != nil {
+	if err := boson.Register(w, faultTask, faultHandler(rec)); err != nil {
 		t.Fatal(err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
