@@ -7,9 +7,9 @@ import (
 	"time"
 )
 
-// pauseFault stops the worker process that holds the most running jobs
-// with SIGSTOP for longer than its lease, then lets it go on with
-// SIGCONT: a worker whose clock jumped. Its jobs are rescued and finished
+// pauseFault stops a random worker process that holds running jobs with
+// SIGSTOP for longer than its lease, then lets it go on with SIGCONT: a
+// worker whose clock jumped. Its jobs are rescued and finished
 // elsewhere meanwhile; when it wakes, its writes under the old leases
 // must be refused. It does nothing while no worker holds a job.
 func pauseFault(r *run) string {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -40,11 +41,10 @@ type scenario struct {
 	// WorkerURL is set.
 	DirectWorkers int
 	// Fault injects one fault; the runner calls it every Every until the
-	// jobs are done or Faults faults were injected. It returns a short
-	// description for the log, or "" when it did nothing.
-	// A fault fires only when it hit something: a worker that held
-	// jobs, a store that was serving them. The scenario fails if none
-	// fired.
+	// jobs are done or Faults faults fired. It returns a short description
+	// for the log, or "" when it did nothing: a fault fires only when it
+	// hits something (a worker that holds jobs, a store serving them). A
+	// scenario with a Fault fails if none fired.
 	Fault  func(r *run) string
 	Every  time.Duration
 	Faults int
@@ -252,9 +252,10 @@ func (r *run) keepWorkers() {
 	}
 }
 
-// busyWorker returns the live worker process that holds the most running
-// jobs by the store, and how many; nil when no live worker holds one.
-// slots, when given, limits the choice to those slots.
+// busyWorker returns a live worker process, chosen at random among those
+// that hold running jobs by the store, and how many it holds; nil when no
+// live worker holds one. slots, when given, limits the choice to those
+// slots.
 func (r *run) busyWorker(slots ...int) (*worker, int) {
 	held := map[string]int{}
 	f := core.JobFilter{Queue: r.queue, States: []core.JobState{core.StateRunning}, Limit: core.MaxPageSize}
@@ -273,8 +274,7 @@ func (r *run) busyWorker(slots ...int) (*worker, int) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var best *worker
-	n := 0
+	var busy []*worker
 	for slot, w := range r.workers {
 		if len(slots) > 0 && !slices.Contains(slots, slot) {
 			continue
@@ -284,11 +284,15 @@ func (r *run) busyWorker(slots ...int) (*worker, int) {
 			continue
 		default:
 		}
-		if held[w.id] > n {
-			best, n = w, held[w.id]
+		if held[w.id] > 0 {
+			busy = append(busy, w)
 		}
 	}
-	return best, n
+	if len(busy) == 0 {
+		return nil, 0
+	}
+	w := busy[rand.IntN(len(busy))]
+	return w, held[w.id]
 }
 
 // stopAll stops every worker with SIGTERM (SIGKILL after a while) and
@@ -312,9 +316,9 @@ func (r *run) stopAll() {
 	}
 }
 
-// killFault kills the worker process that holds the most running jobs
-// with SIGKILL; keepWorkers starts another in its slot. It does nothing
-// while no worker holds a job.
+// killFault kills a random worker process that holds running jobs with
+// SIGKILL; keepWorkers starts another in its slot. It does nothing while
+// no worker holds a job.
 func killFault(r *run) string {
 	w, held := r.busyWorker()
 	if w == nil {
