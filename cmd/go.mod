@@ -8,6 +8,7 @@ require (
 	github.com/boson-go/boson/backend-nats v0.0.0
 	github.com/boson-go/boson/backend-redis v0.0.0
 	github.com/boson-go/boson/backend-sql v0.0.0
+	github.com/boson-go/boson/conformance v0.0.0
 	github.com/boson-go/boson/core v0.0.0
 	github.com/boson-go/boson/runtime v0.0.0
 	github.com/jackc/pgx/v5 v5.13.0

@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/boson-go/boson/cmd v0.0.0
+	github.com/boson-go/boson/conformance v0.0.0
 	github.com/hibiken/asynq v0.26.0
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/nats-io/nats.go v1.55.0

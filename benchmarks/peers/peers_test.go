@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/boson-go/boson/cmd/soak"
+	"github.com/boson-go/boson/conformance/testenv/testreq"
 )
 
 func TestCompareMediansAndPairedRatios(t *testing.T) {
@@ -44,15 +45,19 @@ func TestParseRejectsBadInput(t *testing.T) {
 	}
 }
 
+// services names the BOSON_TEST_REQUIRE service behind each URL variable.
+var services = map[string]string{
+	"BOSON_TEST_POSTGRES_URL": testreq.Postgres,
+	"BOSON_TEST_REDIS_URL":    testreq.Redis,
+	"BOSON_TEST_NATS_URL":     testreq.NATS,
+}
+
 // service returns a test service's URL, skipping when it is not set and
 // not required.
 func service(t *testing.T, env string) string {
 	u := os.Getenv(env)
 	if u == "" {
-		if os.Getenv("BOSON_TEST_REQUIRE") != "" {
-			t.Fatalf("%s is not set", env)
-		}
-		t.Skipf("%s is not set", env)
+		testreq.Unavailable(t, services[env], env+" is not set")
 	}
 	return u
 }

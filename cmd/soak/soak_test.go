@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/boson-go/boson/conformance/testenv/testreq"
 )
 
 func TestHistogramQuantiles(t *testing.T) {
@@ -143,10 +145,7 @@ func TestPrivateServer(t *testing.T) {
 		t.Skip("starts a PostgreSQL server")
 	}
 	if _, err := findBinDir(); err != nil {
-		if os.Getenv("BOSON_TEST_REQUIRE") != "" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
+		testreq.Unavailable(t, testreq.PostgresServer, err.Error())
 	}
 	ctx := context.Background()
 	srv, err := StartServer(ctx, ServerOptions{})
