@@ -174,9 +174,14 @@ func (wt *watcher) renew(a *attempt) {
 	// The call may take up to the rest of a lease period; a slow store
 	// must not turn into a lost lease.
 	ctx, cancel := context.WithTimeout(w.baseCtx, w.opts.LeaseTTL-w.opts.HeartbeatInterval)
+	// The next renewal is due an interval after this one was sent: the
+	// store dates the new lease no earlier than that, and the clock may
+	// move while the call is on its way (the store may even show the new
+	// lease before the call returns).
+	sent := w.clock.Now()
 	nl, err := a.b.Heartbeat(ctx, lease, w.opts.LeaseTTL)
 	cancel()
-	next := w.clock.Now().Add(w.opts.HeartbeatInterval)
+	next := sent.Add(w.opts.HeartbeatInterval)
 	switch {
 	case err == nil:
 		a.mu.Lock()
