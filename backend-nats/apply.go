@@ -8,49 +8,91 @@ import (
 	"github.com/boson-go/boson/core"
 )
 
+// decide sets the time command c is decided at: the time it carries when
+// its issuer has a DecisionClock, else ts, the timestamp the server stored
+// its message with — but never before the newest timestamp applied before.
+// Every replica sees the same message with the same timestamp, so every
+// replica decides at the same time, and no process's clock takes part.
+func (s *state) decide(c *command, ts time.Time) {
+	ts = ts.UTC().Truncate(time.Microsecond)
+	if ts.Before(s.lastTS) {
+		ts = s.lastTS
+	}
+	s.lastTS = ts
+	if c.Now.IsZero() {
+		c.Now, c.serverTime = ts, true
+	}
+}
+
+// errUnknownCommand marks a command this version cannot apply.
+var errUnknownCommand = fmt.Errorf("%w: unknown command (was the log written by a newer version?)", core.ErrUnsupported)
+
 // apply executes one command against the replica. It is a pure function of
 // the state and the command: the same log gives the same state in every
-// process, which is what makes the log the single source of truth.
-func (s *state) apply(c *command) outcome {
+// process, which is what makes the log the single source of truth. A
+// non-nil error means the replica cannot apply the command at all (an
+// unknown command, or a state that breaks an invariant); the replica must
+// then stop rather than go on with a state the others do not share.
+func (s *state) apply(c *command) (out outcome, fatal error) {
+	defer func() {
+		if r := recover(); r != nil {
+			fatal = fmt.Errorf("natsq: %w: applying %s command %d of %s broke an invariant: %v", core.ErrInvalidState, c.Op, c.Req, c.Origin, r)
+		}
+	}()
+	return s.applyCmd(c)
+}
+
+func (s *state) applyCmd(c *command) (outcome, error) {
 	switch c.Op {
 	case opEnqueue:
-		return s.applyEnqueue(c)
+		return s.applyEnqueue(c), nil
 	case opClaim:
 		return s.applyClaim(c)
 	case opHeartbeat:
-		return s.applyHeartbeat(c)
+		return s.applyHeartbeat(c), nil
 	case opComplete:
-		return s.applyComplete(c)
+		return s.applyComplete(c), nil
 	case opFail:
-		return s.applyFail(c)
+		return s.applyFail(c), nil
 	case opSleep:
-		return s.applySleep(c)
+		return s.applySleep(c), nil
 	case opCheckpoint:
-		return s.applyCheckpoint(c)
+		return s.applyCheckpoint(c), nil
 	case opRescue:
-		return s.applyRescue(c)
+		return s.applyRescue(c), nil
 	case opCancel:
-		return s.applyCancel(c)
+		return s.applyCancel(c), nil
 	case opRetry:
-		return s.applyRetry(c)
+		return s.applyRetry(c), nil
 	case opTaskConfig:
 		if c.TaskConfig != nil {
 			s.taskCfg[c.TaskConfig.Task] = *c.TaskConfig
 		}
-		return outcome{}
+		return outcome{}, nil
 	case opQueueCfg:
 		if c.QueueConfig != nil {
 			s.queueCfg[c.QueueConfig.Queue] = *c.QueueConfig
 			s.touched[c.QueueConfig.Queue] = struct{}{}
 		}
-		return outcome{}
+		return outcome{}, nil
 	case opCleanup:
 		return s.applyCleanup(c)
 	}
-	return outcome{err: fmt.Errorf("%w: unknown command %q (a newer version wrote this log?)", core.ErrUnsupported, c.Op)}
+	return outcome{}, fmt.Errorf("natsq: %w: %q, command %d of %s", errUnknownCommand, c.Op, c.Req, c.Origin)
 }
 
 func (s *state) applyEnqueue(c *command) outcome {
+	if c.serverTime {
+		// The issuer left the times to the server: a job is created at the
+		// command's timestamp and due then unless it asked for later.
+		for i := range c.Jobs {
+			j := &c.Jobs[i]
+			j.CreatedAt = c.Now
+			if !j.RunAt.After(c.Now) {
+				j.RunAt = c.Now
+			}
+		}
+	}
 	res := make([]core.EnqueueResult, len(c.Jobs))
 	batchKeys := map[idemKey]int{}
 	newPerTask := map[string]int{}
@@ -131,10 +173,10 @@ func (s *state) cancelJob(r *jobRec, c *command, reason string) {
 	s.index(r)
 }
 
-func (s *state) applyClaim(c *command) outcome {
+func (s *state) applyClaim(c *command) (outcome, error) {
 	now := c.Now
 	if s.queueCfg[c.Queue].Paused {
-		return outcome{}
+		return outcome{}, nil
 	}
 	// Due jobs past a cancellation deadline are cancelled, not handed out.
 	if m := s.deadlined[c.Queue]; len(m) > 0 {
@@ -154,7 +196,7 @@ func (s *state) applyClaim(c *command) outcome {
 	}
 	tree := s.ready[c.Queue]
 	if tree == nil {
-		return outcome{}
+		return outcome{}, nil
 	}
 	nowMicros := micros(now)
 	var picked []readyKey
@@ -177,6 +219,9 @@ func (s *state) applyClaim(c *command) outcome {
 	jobs := make([]core.Job, 0, len(picked))
 	for _, k := range picked {
 		r := s.jobs[k.id]
+		if r == nil {
+			return outcome{}, fmt.Errorf("natsq: %w: the ready index of queue %s names job %s, which the replica does not hold", core.ErrInvalidState, c.Queue, k.id)
+		}
 		s.unindex(r)
 		j := &r.job
 		if j.State != core.StateSleeping {
@@ -194,7 +239,7 @@ func (s *state) applyClaim(c *command) outcome {
 		s.index(r)
 		jobs = append(jobs, copyJob(*j))
 	}
-	return outcome{jobs: jobs}
+	return outcome{jobs: jobs}, nil
 }
 
 // fenced returns the job held by lease, or an error wrapping ErrLeaseLost.
@@ -388,21 +433,29 @@ func (s *state) applyRetry(c *command) outcome {
 	return outcome{job: copyJob(r.job)}
 }
 
-func (s *state) applyCleanup(c *command) outcome {
+func (s *state) applyCleanup(c *command) (outcome, error) {
 	before := micros(c.Before)
 	var doomed []*jobRec
+	var missing string
 	s.finished.Ascend(func(k finKey) bool {
 		if k.at >= before || len(doomed) >= c.Limit {
 			return false
 		}
 		r := s.jobs[k.id]
+		if r == nil {
+			missing = k.id
+			return false
+		}
 		if c.Queue == "" || r.job.Queue == c.Queue {
 			doomed = append(doomed, r)
 		}
 		return true
 	})
+	if missing != "" {
+		return outcome{}, fmt.Errorf("natsq: %w: the retention index names job %s, which the replica does not hold", core.ErrInvalidState, missing)
+	}
 	for _, r := range doomed {
 		s.remove(r)
 	}
-	return outcome{count: len(doomed)}
+	return outcome{count: len(doomed)}, nil
 }

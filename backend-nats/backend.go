@@ -40,9 +40,14 @@ type Backend struct {
 	cons   jetstream.ConsumeContext
 	notify *notifier
 
+	// lastTSAt is when, on this process's monotonic clock, the replica
+	// applied the command stamped st.lastTS. Guarded by mu.
+	lastTSAt time.Time
+
 	lastSnap   atomic.Uint64 // newest snapshot position this Backend knows of
 	compacting atomic.Bool
 	broken     atomic.Pointer[error]
+	brokenCh   chan struct{} // closed when broken is set
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -99,6 +104,7 @@ func New(ctx context.Context, nc *nats.Conn, opts Options) (*Backend, error) {
 		pending:  map[uint64]*waiter{},
 		submitCh: make(chan *submission),
 		closed:   make(chan struct{}),
+		brokenCh: make(chan struct{}),
 	}
 	b.notify = newNotifier(b)
 	snap, err := b.loadSnapshot(ctx)
@@ -166,9 +172,36 @@ func (b *Backend) isClosed() error {
 	return nil
 }
 
-// now returns the backend clock's time at microsecond precision, in UTC.
-func (b *Backend) now() time.Time {
-	return b.opts.Clock.Now().UTC().Truncate(time.Microsecond)
+// stamp returns the time a command carries: DecisionClock's time at
+// microsecond precision when it is set, else the zero time, which tells
+// every replica to decide by the timestamp the server stored the command
+// with.
+func (b *Backend) stamp() time.Time {
+	if b.opts.DecisionClock == nil {
+		return time.Time{}
+	}
+	return b.opts.DecisionClock.Now().UTC().Truncate(time.Microsecond)
+}
+
+// estimate returns a time that is not after the server's time now, and
+// false when there is none yet: DecisionClock's time when it is set, else
+// the timestamp of the newest command this replica applied plus the time
+// that passed on this process's monotonic clock since it applied it. The
+// server stamped that command before this process received it, so the
+// estimate lags the server's time and never leads it, whatever this
+// process's wall clock says. It decides nothing; it only lets Claim,
+// Rescue and the poller skip work that could not be due yet.
+func (b *Backend) estimate() (time.Time, bool) {
+	if b.opts.DecisionClock != nil {
+		return b.stamp(), true
+	}
+	b.mu.RLock()
+	ts, at := b.st.lastTS, b.lastTSAt
+	b.mu.RUnlock()
+	if ts.IsZero() {
+		return time.Time{}, false
+	}
+	return ts.Add(time.Since(at)), true
 }
 
 // Sync waits until this replica has applied every command the stream held
@@ -200,6 +233,8 @@ func (b *Backend) waitApplied(ctx context.Context, seq uint64) error {
 			return fmt.Errorf("natsq: waiting for the log to reach %d (at %d): %w", seq, applied, ctx.Err())
 		case <-b.closed:
 			return fmt.Errorf("natsq: %w", core.ErrClosed)
+		case <-b.brokenCh:
+			return *b.broken.Load()
 		}
 	}
 }

@@ -123,7 +123,7 @@ func testNodeLoss(t *testing.T, c *cluster) {
 	ctx := context.Background()
 	clock := core.NewManualClock(time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC))
 	ns := namespace("nodeloss")
-	opts := natsq.Options{Namespace: ns, Replicas: 3, Clock: clock, RequestTimeout: 2 * time.Second, PublishAttempts: 5, CompactEvery: 25, CompactKeep: 5}
+	opts := natsq.Options{Namespace: ns, Replicas: 3, DecisionClock: clock, RequestTimeout: 2 * time.Second, PublishAttempts: 5, CompactEvery: 25, CompactKeep: 5}
 	admin := newBackend(t, c.connectNode(t, 0), opts)
 	for done := 0; done < total; done += 500 {
 		reqs := make([]core.EnqueueRequest, 500)

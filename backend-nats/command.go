@@ -33,10 +33,15 @@ const (
 // already validated input. Replicas never consult their own clock, options
 // or randomness while applying.
 type command struct {
-	Op     op        `json:"op"`
-	Origin string    `json:"o"`
-	Req    uint64    `json:"r"`
-	Now    time.Time `json:"now"`
+	Op     op     `json:"op"`
+	Origin string `json:"o"`
+	Req    uint64 `json:"r"`
+	// Now is the time the command is decided at when its issuer has a
+	// DecisionClock. Zero — the production case — means the timestamp the
+	// server stored the command's message with; applying sets it to that.
+	Now time.Time `json:"now"`
+	// serverTime records, while applying, that Now came from the server.
+	serverTime bool
 
 	Jobs        []core.Job        `json:"jobs,omitempty"`
 	Queue       string            `json:"queue,omitempty"`

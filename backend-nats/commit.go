@@ -115,15 +115,16 @@ func (b *Backend) commitLoop() {
 		}
 		n++
 		seq, single, err := b.publish(ctx, b.origin+"."+strconv.FormatUint(n, 10), data)
-		if err == nil && single {
+		if err == nil && single && b.opts.DecisionClock != nil {
 			// Fast path: when nothing came between this replica's position
 			// and the message, apply it here instead of waiting for its
-			// delivery.
+			// delivery. Only a command that carries its own time can be
+			// applied before its delivery tells the server's timestamp.
 			b.mu.Lock()
-			if b.st.applied == seq-1 {
+			if b.st.applied == seq-1 && b.broken.Load() == nil {
 				var c command
-				if json.Unmarshal(data, &c) == nil {
-					b.applyLocked(seq, &c)
+				if json.Unmarshal(data, &c) == nil && !c.Now.IsZero() {
+					b.applyLocked(seq, &c, b.st.lastTS)
 				}
 			}
 			b.mu.Unlock()

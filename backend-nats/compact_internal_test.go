@@ -148,7 +148,7 @@ func TestSnapshotRestoresEveryIndex(t *testing.T) {
 	nc := internalServer(t)
 	ctx := context.Background()
 	clock := core.NewManualClock(time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC))
-	opts := Options{Namespace: "snap", Clock: clock, CompactEvery: -1, CompactKeep: 1}
+	opts := Options{Namespace: "snap", DecisionClock: clock, CompactEvery: -1, CompactKeep: 1}
 	w, err := New(ctx, nc, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -23,7 +23,7 @@ func TestCompaction(t *testing.T) {
 			nc := connect(t, url)
 			ctx := context.Background()
 			clock := core.NewManualClock(time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC))
-			opts := natsq.Options{Namespace: namespace("compact"), Clock: clock, CompactEvery: 40, CompactKeep: 5}
+			opts := natsq.Options{Namespace: namespace("compact"), DecisionClock: clock, CompactEvery: 40, CompactKeep: 5}
 			w := newBackend(t, nc, opts)
 			for i := 0; i < 60; i++ {
 				res, err := w.Enqueue(ctx, []core.EnqueueRequest{{Task: "c", IdempotencyKey: fmt.Sprint(i), Payload: []byte(fmt.Sprint(i))}})

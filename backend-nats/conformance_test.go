@@ -22,7 +22,7 @@ func harnessWith(name string, nc *nats.Conn, base natsq.Options) conformance.Har
 		Name: name,
 		New: func(t testing.TB, o conformance.Options) core.QueueBackend {
 			opts := base
-			opts.Clock, opts.Limits = o.Clock, o.Limits
+			opts.DecisionClock, opts.Limits = o.Clock, o.Limits
 			return newBackend(t, nc, opts)
 		},
 		Capabilities: conformance.Capabilities{Notify: true},

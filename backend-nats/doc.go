@@ -24,18 +24,30 @@
 // prefix of the stream hold the same state.
 //
 // Applying a command is deterministic. The command carries everything that
-// could differ between processes: the issuer's time (from Options.Clock,
-// else the process clock), the ids it chose (job ids from core.PrepareJobs,
-// a run-id base from core.NewID) and input it has already validated. A
-// replica consults nothing else: not its clock, its options or randomness.
+// could differ between processes: the ids it chose and input it has
+// already validated. A replica consults nothing else: not its clock, its
+// options or randomness.
+//
+// # Time
+//
+// Every lease expiry, due time, deadline and rate window is decided by the
+// time the server stored the command with (the stream message's
+// timestamp), never by a process's clock: a replica decides each command
+// at its message's timestamp, or at the newest timestamp before it when
+// the server's clock stepped back, so every replica decides at the same
+// time and a process whose clock is an hour off can make nothing happen
+// early or late. Jobs are created and, unless they asked for a later
+// run-at, due at their enqueue command's timestamp. Options.Clock, the
+// process clock, only dates ids. Options.DecisionClock replaces the
+// server's time for tests that move time by hand: commands then carry
+// its time.
 //
 // A call such as Claim validates its input, appends the command with a
 // Nats-Msg-Id, waits for the server's acknowledgement with the command's
-// stream sequence, and returns the outcome of applying it. When no other
-// command came between the replica's position and its own, the replica
-// applies the command at once; otherwise it waits for the consumer to
-// deliver everything up to it. Either way the outcome is the one every
-// other replica computes.
+// stream sequence, and returns the outcome of applying it once the
+// consumer delivered everything up to it (the delivery carries the
+// server's timestamp the command is decided at). The outcome is the one
+// every other replica computes.
 //
 // One goroutine per Backend publishes (group commit): commands that other
 // goroutines submit while a message is on its way go out together in the
@@ -132,10 +144,17 @@
 //     (plus replication with Replicas 3); concurrent calls of one Backend
 //     share messages. Batch Enqueue and Complete, and claim with a Limit
 //     above 1, to amortise it further.
-//   - Clocks: with no Options.Clock, each process stamps its commands with
-//     its own clock; keep the clocks of the processes synchronised.
-//   - Upgrades: every process must understand every command in the log;
-//     a replica that meets a command it does not know skips it, and its
-//     state no longer matches the others'. Upgrade all processes of a
-//     namespace together.
+//   - Upgrades: every process must understand every command in the log.
+//     Upgrade all processes of a namespace together.
+//
+// # Fail-stop
+//
+// A replica that meets data it cannot decode (a command, a part, a
+// snapshot), a command it does not know, or a state that breaks an
+// invariant while applying stops for good: it applies nothing more, and
+// every call, the waiting ones included, fails with an error wrapping
+// core.ErrInvalidState (core.ErrUnsupported for an unknown command). It
+// never skips a command, so it can never drift from the other replicas or
+// publish a snapshot of a state they do not share. New fails the same way
+// on such a log.
 package natsq

@@ -68,7 +68,7 @@ func Example_fencing() {
 
 	ctx := context.Background()
 	clock := core.NewManualClock(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC))
-	b, err := natsq.New(ctx, nc, natsq.Options{Namespace: "fencing", Clock: clock})
+	b, err := natsq.New(ctx, nc, natsq.Options{Namespace: "fencing", DecisionClock: clock})
 	if err != nil {
 		fmt.Println(err)
 		return

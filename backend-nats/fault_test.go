@@ -25,7 +25,7 @@ func TestServerRestart(t *testing.T) {
 	clock := core.NewManualClock(time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC))
 	ns := namespace("restart")
 	ctx := context.Background()
-	b, err := natsq.New(ctx, nc, natsq.Options{Namespace: ns, Clock: clock, RequestTimeout: 500 * time.Millisecond, PublishAttempts: 2})
+	b, err := natsq.New(ctx, nc, natsq.Options{Namespace: ns, DecisionClock: clock, RequestTimeout: 500 * time.Millisecond, PublishAttempts: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestServerRestart(t *testing.T) {
 		t.Fatalf("after restart claimed %d jobs, want the two left and the new one", len(jobs))
 	}
 	// A fresh replica replays the same history from the restarted store.
-	fresh, err := natsq.New(ctx, connect(t, url), natsq.Options{Namespace: ns, Clock: clock})
+	fresh, err := natsq.New(ctx, connect(t, url), natsq.Options{Namespace: ns, DecisionClock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}

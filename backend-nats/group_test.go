@@ -19,7 +19,7 @@ func TestGroupCommit(t *testing.T) {
 	nc := connect(t, url)
 	ns := namespace("group")
 	clock := core.NewManualClock(time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC))
-	b := newBackend(t, nc, natsq.Options{Namespace: ns, Clock: clock})
+	b := newBackend(t, nc, natsq.Options{Namespace: ns, DecisionClock: clock})
 	ctx := context.Background()
 	const goroutines, each = 16, 20
 	var wg sync.WaitGroup
@@ -57,7 +57,7 @@ func TestGroupCommit(t *testing.T) {
 	}
 	info, _ := s.Info(ctx)
 	t.Logf("%d enqueues in %d messages", len(seen), info.State.Msgs)
-	r, err := natsq.New(ctx, connect(t, url), natsq.Options{Namespace: ns, Clock: clock})
+	r, err := natsq.New(ctx, connect(t, url), natsq.Options{Namespace: ns, DecisionClock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -66,6 +66,8 @@ func (b *Backend) exec(ctx context.Context, c *command) (outcome, error) {
 			return outcome{}, fmt.Errorf("natsq: command %d stored but the replica did not move for %v; its outcome is unknown", seq, stall)
 		case <-b.closed:
 			return outcome{}, fmt.Errorf("natsq: %w", core.ErrClosed)
+		case <-b.brokenCh:
+			return outcome{}, *b.broken.Load()
 		}
 	}
 }
@@ -156,9 +158,12 @@ func (b *Backend) startConsumer(ctx context.Context, from uint64) error {
 
 // handle applies one delivered message of the log.
 func (b *Backend) handle(msg jetstream.Msg) {
+	if b.broken.Load() != nil {
+		return
+	}
 	meta, err := msg.Metadata()
 	if err != nil {
-		b.log.Error("log message without metadata", "err", err)
+		b.failStop(fmt.Errorf("natsq: %w: a log message has no metadata: %v", core.ErrInvalidState, err))
 		return
 	}
 	seq := meta.Sequence.Stream
@@ -183,11 +188,10 @@ func (b *Backend) handle(msg jetstream.Msg) {
 	if h := msg.Headers().Get(partsHeader); h != "" {
 		var whole []byte
 		for _, f := range strings.Split(h, ",") {
-			ps, _ := strconv.ParseUint(f, 10, 64)
+			ps, perr := strconv.ParseUint(f, 10, 64)
 			p, ok := b.st.parts[ps]
-			if !ok {
-				b.log.Error("command part missing; command skipped", "seq", seq, "part", ps)
-				b.advanceLocked(seq)
+			if perr != nil || !ok {
+				b.failStopLocked(fmt.Errorf("natsq: %w: command %d names part %q, which the log does not hold", core.ErrInvalidState, seq, f))
 				return
 			}
 			whole = append(whole, p...)
@@ -197,28 +201,41 @@ func (b *Backend) handle(msg jetstream.Msg) {
 	}
 	var c command
 	if err := json.Unmarshal(data, &c); err != nil {
-		b.log.Error("undecodable command skipped", "seq", seq, "err", err)
-		b.advanceLocked(seq)
+		b.failStopLocked(fmt.Errorf("natsq: %w: command %d cannot be decoded: %v", core.ErrInvalidState, seq, err))
 		return
 	}
-	b.applyLocked(seq, &c)
+	b.applyLocked(seq, &c, meta.Timestamp)
 }
 
-// applyLocked applies command c at log position seq, hands its outcome to
-// the waiting caller when this replica issued it, and wakes subscribers. A
-// group of commands is applied one after the other, at the same position.
-func (b *Backend) applyLocked(seq uint64, c *command) {
+// applyLocked applies command c, stored at log position seq with the
+// server's timestamp ts, hands its outcome to the waiting caller when this
+// replica issued it, and wakes subscribers. A group of commands is applied
+// one after the other, at the same position and time. A command that
+// cannot be applied stops the replica (see failStopLocked) without moving
+// its position.
+func (b *Backend) applyLocked(seq uint64, c *command, ts time.Time) {
+	b.st.decide(c, ts)
+	b.lastTSAt = time.Now()
 	if c.Op == opGroup {
-		for _, raw := range c.Group {
+		for i, raw := range c.Group {
 			var sub command
 			if err := json.Unmarshal(raw, &sub); err != nil {
-				b.log.Error("undecodable command in a group skipped", "seq", seq, "err", err)
-				continue
+				b.failStopLocked(fmt.Errorf("natsq: %w: command %d of the group at %d cannot be decoded: %v", core.ErrInvalidState, i, seq, err))
+				return
 			}
-			b.applyOne(&sub)
+			if sub.Now.IsZero() {
+				// The issuer left the time to the server: the group's message
+				// timestamp. A DecisionClock issuer's command keeps its own.
+				sub.Now, sub.serverTime = c.Now, true
+			}
+			if err := b.applyOne(&sub); err != nil {
+				b.failStopLocked(fmt.Errorf("natsq: command %d of the group at %d: %w", i, seq, err))
+				return
+			}
 		}
-	} else {
-		b.applyOne(c)
+	} else if err := b.applyOne(c); err != nil {
+		b.failStopLocked(fmt.Errorf("natsq: command at %d: %w", seq, err))
+		return
 	}
 	for q := range b.st.touched {
 		b.notify.signal(q)
@@ -236,8 +253,11 @@ func (b *Backend) applyLocked(seq uint64, c *command) {
 	b.advanceLocked(seq)
 }
 
-func (b *Backend) applyOne(c *command) {
-	out := b.st.apply(c)
+func (b *Backend) applyOne(c *command) error {
+	out, err := b.st.apply(c)
+	if err != nil {
+		return err
+	}
 	if c.Origin == b.origin {
 		b.pendMu.Lock()
 		if w := b.pending[c.Req]; w != nil {
@@ -247,6 +267,33 @@ func (b *Backend) applyOne(c *command) {
 		}
 		b.pendMu.Unlock()
 	}
+	return nil
+}
+
+// failStop stops the replica for good: data it cannot decode, or a command
+// it cannot apply, would leave it with a state no other replica shares, so
+// it applies nothing more, and every call, the waiting ones included,
+// fails with err (which wraps a core sentinel) until the Backend is closed
+// and opened again.
+func (b *Backend) failStop(err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.failStopLocked(err)
+}
+
+func (b *Backend) failStopLocked(err error) {
+	if !b.broken.CompareAndSwap(nil, &err) {
+		return
+	}
+	b.log.Error("replica stopped: the log holds what it cannot apply", "applied", b.st.applied, "err", err)
+	close(b.brokenCh)
+	b.pendMu.Lock()
+	for req, w := range b.pending {
+		w.out = outcome{err: err}
+		close(w.done)
+		delete(b.pending, req)
+	}
+	b.pendMu.Unlock()
 }
 
 func (b *Backend) advanceLocked(seq uint64) {

@@ -111,9 +111,9 @@ func (n *notifier) poll() {
 			queues = append(queues, q)
 		}
 		n.mu.Unlock()
-		now := n.b.now()
+		now, known := n.b.estimate()
 		for _, q := range queues {
-			if n.b.hasDue(q, now) {
+			if !known || n.b.hasDue(q, now) {
 				n.signal(q)
 			}
 		}

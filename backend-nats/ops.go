@@ -15,11 +15,12 @@ func (b *Backend) Enqueue(ctx context.Context, reqs []core.EnqueueRequest) ([]co
 	if err := b.isClosed(); err != nil {
 		return nil, err
 	}
-	jobs, err := core.PrepareJobs(reqs, b.now(), b.opts.Limits)
+	now := b.stamp()
+	jobs, err := b.prepare(reqs, now)
 	if err != nil {
 		return nil, err
 	}
-	out, err := b.exec(ctx, &command{Op: opEnqueue, Now: jobs[0].CreatedAt, Jobs: jobs})
+	out, err := b.exec(ctx, &command{Op: opEnqueue, Now: now, Jobs: jobs})
 	if err != nil {
 		return nil, err
 	}
@@ -39,9 +40,9 @@ func (b *Backend) Claim(ctx context.Context, req core.ClaimRequest) ([]core.Job,
 	if err := core.ValidateClaim(req, b.opts.Limits); err != nil {
 		return nil, err
 	}
-	now := b.now()
+	now, known := b.estimate()
 	b.mu.RLock()
-	idle := b.st.queueCfg[req.Queue].Paused || !b.hasDueLocked(req.Queue, now)
+	idle := b.st.queueCfg[req.Queue].Paused || known && !b.hasDueLocked(req.Queue, now)
 	b.mu.RUnlock()
 	if idle {
 		// Nothing this replica knows of is due. A claim appended now could
@@ -51,7 +52,7 @@ func (b *Backend) Claim(ctx context.Context, req core.ClaimRequest) ([]core.Job,
 		return []core.Job{}, nil
 	}
 	out, err := b.exec(ctx, &command{
-		Op: opClaim, Now: now, Queue: req.Queue, WorkerID: req.WorkerID,
+		Op: opClaim, Now: b.stamp(), Queue: req.Queue, WorkerID: req.WorkerID,
 		Limit: req.Limit, TTL: req.LeaseTTL,
 	})
 	if err != nil {
@@ -74,7 +75,7 @@ func (b *Backend) Heartbeat(ctx context.Context, lease core.Lease, ttl time.Dura
 	if ttl <= 0 {
 		return core.Lease{}, fmt.Errorf("%w: ttl: %v must be positive", core.ErrInvalidArgument, ttl)
 	}
-	out, err := b.exec(ctx, &command{Op: opHeartbeat, Now: b.now(), Lease: lease, TTL: ttl})
+	out, err := b.exec(ctx, &command{Op: opHeartbeat, Now: b.stamp(), Lease: lease, TTL: ttl})
 	if err != nil {
 		return core.Lease{}, err
 	}
@@ -106,7 +107,7 @@ func (b *Backend) Complete(ctx context.Context, items []core.Completion) ([]erro
 	if len(valid) == 0 {
 		return errs, nil
 	}
-	out, err := b.exec(ctx, &command{Op: opComplete, Now: b.now(), Completions: valid})
+	out, err := b.exec(ctx, &command{Op: opComplete, Now: b.stamp(), Completions: valid})
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +131,7 @@ func (b *Backend) Fail(ctx context.Context, f core.Failure) (core.JobState, erro
 	if !f.RetryAt.IsZero() {
 		retryAt = f.RetryAt.UTC().Truncate(time.Microsecond)
 	}
-	out, err := b.exec(ctx, &command{Op: opFail, Now: b.now(), Lease: f.Lease,
+	out, err := b.exec(ctx, &command{Op: opFail, Now: b.stamp(), Lease: f.Lease,
 		Error: core.TruncateError(f.Error), RetryAt: retryAt, Terminal: f.Terminal})
 	if err != nil {
 		return "", err
@@ -146,7 +147,7 @@ func (b *Backend) Sleep(ctx context.Context, lease core.Lease, until time.Time) 
 	if err := core.ValidateLease(lease); err != nil {
 		return err
 	}
-	out, err := b.exec(ctx, &command{Op: opSleep, Now: b.now(), Lease: lease, Until: until.UTC().Truncate(time.Microsecond)})
+	out, err := b.exec(ctx, &command{Op: opSleep, Now: b.stamp(), Lease: lease, Until: until.UTC().Truncate(time.Microsecond)})
 	if err != nil {
 		return err
 	}
@@ -168,7 +169,7 @@ func (b *Backend) SaveCheckpoint(ctx context.Context, lease core.Lease, step str
 	if err := b.opts.Limits.ValidatePayload("value", value); err != nil {
 		return nil, err
 	}
-	out, err := b.exec(ctx, &command{Op: opCheckpoint, Now: b.now(), Lease: lease, Step: step, Value: value})
+	out, err := b.exec(ctx, &command{Op: opCheckpoint, Now: b.stamp(), Lease: lease, Step: step, Value: value})
 	if err != nil {
 		return nil, err
 	}
@@ -184,14 +185,14 @@ func (b *Backend) Rescue(ctx context.Context, req core.RescueRequest) (core.Resc
 	if err := b.opts.Limits.ValidateBatch("limit", req.Limit); err != nil {
 		return core.RescueResult{}, err
 	}
-	now := b.now()
+	now, known := b.estimate()
 	b.mu.RLock()
-	work := b.rescueDueLocked(now)
+	work := !known || b.rescueDueLocked(now)
 	b.mu.RUnlock()
 	if !work {
 		return core.RescueResult{}, nil
 	}
-	out, err := b.exec(ctx, &command{Op: opRescue, Now: now, Limit: req.Limit})
+	out, err := b.exec(ctx, &command{Op: opRescue, Now: b.stamp(), Limit: req.Limit})
 	if err != nil {
 		return core.RescueResult{}, err
 	}
@@ -209,7 +210,7 @@ func (b *Backend) Cancel(ctx context.Context, jobID, reason string) (core.Job, e
 	if reason == "" {
 		reason = "cancelled"
 	}
-	out, err := b.exec(ctx, &command{Op: opCancel, Now: b.now(), JobID: jobID, Reason: core.TruncateError(reason)})
+	out, err := b.exec(ctx, &command{Op: opCancel, Now: b.stamp(), JobID: jobID, Reason: core.TruncateError(reason)})
 	if err != nil {
 		return core.Job{}, err
 	}
@@ -224,7 +225,7 @@ func (b *Backend) Retry(ctx context.Context, jobID string) (core.Job, error) {
 	if err := validateJobID(jobID); err != nil {
 		return core.Job{}, err
 	}
-	out, err := b.exec(ctx, &command{Op: opRetry, Now: b.now(), JobID: jobID})
+	out, err := b.exec(ctx, &command{Op: opRetry, Now: b.stamp(), JobID: jobID})
 	if err != nil {
 		return core.Job{}, err
 	}
@@ -239,7 +240,7 @@ func (b *Backend) PutTaskConfig(ctx context.Context, cfg core.TaskConfig) error 
 	if err := core.ValidateTaskConfig(cfg); err != nil {
 		return err
 	}
-	out, err := b.exec(ctx, &command{Op: opTaskConfig, Now: b.now(), TaskConfig: &cfg})
+	out, err := b.exec(ctx, &command{Op: opTaskConfig, Now: b.stamp(), TaskConfig: &cfg})
 	if err != nil {
 		return err
 	}
@@ -255,7 +256,7 @@ func (b *Backend) PutQueueConfig(ctx context.Context, cfg core.QueueConfig) erro
 	if err := core.ValidateQueueConfig(cfg); err != nil {
 		return err
 	}
-	out, err := b.exec(ctx, &command{Op: opQueueCfg, Now: b.now(), QueueConfig: &cfg})
+	out, err := b.exec(ctx, &command{Op: opQueueCfg, Now: b.stamp(), QueueConfig: &cfg})
 	if err != nil {
 		return err
 	}
@@ -270,12 +271,32 @@ func (b *Backend) Cleanup(ctx context.Context, req core.CleanupRequest) (int, er
 	if err := core.ValidateCleanup(req, b.opts.Limits); err != nil {
 		return 0, err
 	}
-	out, err := b.exec(ctx, &command{Op: opCleanup, Now: b.now(), Queue: req.Queue, Limit: req.Limit,
+	out, err := b.exec(ctx, &command{Op: opCleanup, Now: b.stamp(), Queue: req.Queue, Limit: req.Limit,
 		Before: req.FinishedBefore.UTC().Truncate(time.Microsecond)})
 	if err != nil {
 		return 0, err
 	}
 	return out.count, out.err
+}
+
+// prepare validates reqs and builds their jobs. With a DecisionClock the
+// jobs are dated now; without one their creation and due times are left
+// to the server (applying the command dates them at its timestamp, keeping
+// only a requested run-at), and their ids are dated by this process's
+// Clock, which orders ids and decides nothing.
+func (b *Backend) prepare(reqs []core.EnqueueRequest, now time.Time) ([]core.Job, error) {
+	if !now.IsZero() {
+		return core.PrepareJobs(reqs, now, b.opts.Limits)
+	}
+	jobs, err := core.PrepareJobs(reqs, time.Unix(0, 0), b.opts.Limits)
+	if err != nil {
+		return nil, err
+	}
+	idAt := b.opts.Clock.Now()
+	for i := range jobs {
+		jobs[i].ID = core.NewID(idAt)
+	}
+	return jobs, nil
 }
 
 func validateJobID(id string) error {

@@ -22,10 +22,19 @@ type Options struct {
 	// single server (the default), 3 on a cluster. Every command then waits
 	// for a quorum of replicas before it is acknowledged.
 	Replicas int
-	// Clock decides every lease, deadline and due time. Nil means the
-	// process clock; processes sharing a namespace should then keep their
-	// clocks synchronised.
+	// Clock is this process's clock. The backend dates the ids it makes
+	// with it and decides nothing by it: every lease expiry, due time,
+	// deadline and rate window is decided by the time the server stamped
+	// on the command that decides it (see the package documentation), so a
+	// process whose clock runs ahead or behind can make nothing happen early
+	// or late. Nil means the process clock.
 	Clock core.Clock
+	// DecisionClock, when set, replaces the server's time in every decision:
+	// commands carry its time instead of taking the time the server stamps
+	// on them. It is for tests that move time by hand (the conformance suite
+	// hands its core.ManualClock here). Leave it nil in production: with it,
+	// processes whose DecisionClocks disagree disagree about time.
+	DecisionClock core.Clock
 	// Limits bound what the backend accepts; zero fields take
 	// core.DefaultLimits.
 	Limits core.Limits

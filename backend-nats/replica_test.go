@@ -19,8 +19,8 @@ func TestReplicasAgree(t *testing.T) {
 	ctx := context.Background()
 	clock := core.NewManualClock(time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC))
 	ns := namespace("replicas")
-	a := newBackend(t, connect(t, url), natsq.Options{Namespace: ns, Clock: clock})
-	b, err := natsq.New(ctx, connect(t, url), natsq.Options{Namespace: ns, Clock: clock})
+	a := newBackend(t, connect(t, url), natsq.Options{Namespace: ns, DecisionClock: clock})
+	b, err := natsq.New(ctx, connect(t, url), natsq.Options{Namespace: ns, DecisionClock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestReplicasAgree(t *testing.T) {
 	if err != nil || !again[0].Reused || again[0].Job.ID != res[0].Job.ID {
 		t.Fatalf("reuse across replicas: %v %+v", err, again)
 	}
-	c, err := natsq.New(ctx, connect(t, url), natsq.Options{Namespace: ns, Clock: clock})
+	c, err := natsq.New(ctx, connect(t, url), natsq.Options{Namespace: ns, DecisionClock: clock})
 	if err != nil {
 		t.Fatal(err)
 	}

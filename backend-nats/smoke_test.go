@@ -18,7 +18,7 @@ func TestSmoke(t *testing.T) {
 		t.Run(srv.name, func(t *testing.T) {
 			nc := connect(t, srv.url(t))
 			clock := core.NewManualClock(time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC))
-			b := newBackend(t, nc, natsq.Options{Clock: clock})
+			b := newBackend(t, nc, natsq.Options{DecisionClock: clock})
 			ctx := context.Background()
 			res, err := b.Enqueue(ctx, []core.EnqueueRequest{
 				{Task: "a", Priority: 5}, {Task: "b", Priority: -1}, {Task: "c", RunAt: clock.Now().Add(time.Minute)},

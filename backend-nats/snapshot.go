@@ -40,6 +40,7 @@ type snapJob struct {
 type snapshotDoc struct {
 	Version      int                `json:"version"`
 	Applied      uint64             `json:"applied"`
+	LastTS       time.Time          `json:"last_ts"`
 	Jobs         []snapJob          `json:"jobs"`
 	TaskConfigs  []core.TaskConfig  `json:"task_configs,omitempty"`
 	QueueConfigs []core.QueueConfig `json:"queue_configs,omitempty"`
@@ -53,7 +54,7 @@ type snapPointer struct {
 
 // encodeSnapshot serialises the state. The caller holds the lock.
 func (s *state) encodeSnapshot() ([]byte, error) {
-	doc := snapshotDoc{Version: snapshotVersion, Applied: s.applied, Parts: s.parts}
+	doc := snapshotDoc{Version: snapshotVersion, Applied: s.applied, LastTS: s.lastTS, Parts: s.parts}
 	doc.Jobs = make([]snapJob, 0, len(s.jobs))
 	s.ids.Ascend(func(id string) bool {
 		r := s.jobs[id]
@@ -77,13 +78,14 @@ func (s *state) encodeSnapshot() ([]byte, error) {
 func decodeSnapshot(data []byte) (*state, error) {
 	var doc snapshotDoc
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("natsq: decode snapshot: %w", err)
+		return nil, fmt.Errorf("natsq: %w: snapshot cannot be decoded: %v", core.ErrInvalidState, err)
 	}
 	if doc.Version != snapshotVersion {
 		return nil, fmt.Errorf("natsq: %w: snapshot version %d", core.ErrUnsupported, doc.Version)
 	}
 	s := newState()
 	s.applied = doc.Applied
+	s.lastTS = doc.LastTS
 	for _, sj := range doc.Jobs {
 		r := &jobRec{job: sj.Job, runs: sj.Runs}
 		if len(sj.Checkpoints) > 0 {
@@ -322,9 +324,7 @@ func (b *Backend) reloadLocked(next uint64) bool {
 		err = fmt.Errorf("the newest snapshot does not reach position %d", next-1)
 	}
 	if err != nil {
-		lost := fmt.Errorf("natsq: this replica missed commands that were compacted away (%v); open a new Backend", err)
-		b.broken.Store(&lost)
-		b.log.Error("replica cannot catch up", "next", next, "err", err)
+		b.failStopLocked(fmt.Errorf("natsq: %w: this replica missed commands that were compacted away (%v); open a new Backend", core.ErrInvalidState, err))
 		return false
 	}
 	b.log.Warn("replica fell behind a compaction and reloaded a snapshot", "snapshot", st.applied, "next", next)

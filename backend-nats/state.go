@@ -62,6 +62,12 @@ type runStats struct {
 // command log up to applied. Every field is guarded by Backend.mu.
 type state struct {
 	applied uint64
+	// lastTS is the newest server timestamp among the applied commands.
+	// Commands that carry no time of their own are decided at their
+	// message's timestamp, but never before lastTS, so the time the
+	// replicas decide by never goes backwards, even when a new stream
+	// leader's clock is behind the old one's.
+	lastTS time.Time
 
 	jobs      map[string]*jobRec
 	ids       *btree.BTreeG[string]

@@ -103,7 +103,7 @@ func openNATSBackend(t testing.TB, clock core.Clock, ns string, owner bool) core
 	// create theirs at once ("error creating store for stream"); try again.
 	var b *natsq.Backend
 	for attempt := 1; ; attempt++ {
-		b, err = natsq.New(ctx, nc, natsq.Options{Namespace: ns, Clock: clock, Logger: quiet, PollInterval: 200 * time.Millisecond})
+		b, err = natsq.New(ctx, nc, natsq.Options{Namespace: ns, DecisionClock: clock, Logger: quiet, PollInterval: 200 * time.Millisecond})
 		if err == nil || attempt == 5 || ctx.Err() != nil {
 			break
 		}
