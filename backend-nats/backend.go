@@ -146,6 +146,10 @@ func (b *Backend) Close() error {
 	return nil
 }
 
+// Conn returns the NATS connection the Backend was opened on: the nc handed
+// to New, which stays the caller's.
+func (b *Backend) Conn() *nats.Conn { return b.nc }
+
 // untilClosed returns a context derived from parent that also ends when the
 // backend closes; cancel releases it.
 func (b *Backend) untilClosed(parent context.Context) (context.Context, context.CancelFunc) {

@@ -40,6 +40,8 @@ the default) through the real runtime and reports:
 
   ceiling     the store alone: batched enqueue, then loops that claim and
               complete batches straight on the backend; single raw round trips
+              (on NATS the ceiling's rates are raw JetStream's: async publish,
+              then pull loops that fetch and ack)
   batch-noop  spawn N jobs in batches, then drain them with W handler slots
   batch-work  the same with a handler that works for --work (1 ms)
   mixed       spawn small batches at --mixed-rate while the worker drains
