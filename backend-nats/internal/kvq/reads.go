@@ -1,0 +1,295 @@
+package kvq
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	"github.com/boson-go/boson/core"
+	"github.com/nats-io/nats.go/jetstream"
+)
+
+// scan hands every value stored under filter to fn, in stream order,
+// through an ephemeral consumer that is deleted afterwards.
+func (b *Backend) scan(ctx context.Context, filter string, fn func(subj string, data []byte) error) error {
+	cons, err := b.kv.CreateConsumer(ctx, jetstream.ConsumerConfig{FilterSubject: filter, AckPolicy: jetstream.AckNonePolicy,
+		DeliverPolicy: jetstream.DeliverAllPolicy, InactiveThreshold: time.Minute, MemoryStorage: true})
+	if err != nil {
+		return fmt.Errorf("kvq: scan %s: %w", filter, err)
+	}
+	defer func() {
+		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		_ = b.kv.DeleteConsumer(dctx, cons.CachedInfo().Name)
+		cancel()
+	}()
+	remaining := cons.CachedInfo().NumPending
+	for remaining > 0 {
+		batch, err := cons.Fetch(int(min(remaining, 4096)), jetstream.FetchMaxWait(5*time.Second))
+		if err != nil {
+			return fmt.Errorf("kvq: scan %s: %w", filter, err)
+		}
+		got := 0
+		for m := range batch.Messages() {
+			got++
+			meta, err := m.Metadata()
+			if err != nil {
+				return fmt.Errorf("kvq: %w: scanned message without metadata: %v", core.ErrInvalidState, err)
+			}
+			remaining = meta.NumPending
+			if err := fn(m.Subject(), m.Data()); err != nil {
+				return err
+			}
+		}
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
+			return fmt.Errorf("kvq: scan %s: %w", filter, err)
+		}
+		if got == 0 {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			return fmt.Errorf("kvq: scan %s: the server delivered nothing with %d messages pending", filter, remaining)
+		}
+	}
+	return nil
+}
+
+// scanJobs hands every job record to fn.
+func (b *Backend) scanJobs(ctx context.Context, fn func(r *record) error) error {
+	return b.scan(ctx, b.jobsFilter(), func(subj string, data []byte) error {
+		r, err := decodeRecord(data)
+		if err != nil {
+			return corrupt("job record "+subj, err)
+		}
+		return fn(r)
+	})
+}
+
+func matches(f *core.JobFilter, j *core.Job) bool {
+	if f.Queue != "" && j.Queue != f.Queue || f.Task != "" && j.Task != f.Task {
+		return false
+	}
+	return len(f.States) == 0 || slices.Contains(f.States, j.State)
+}
+
+// GetJob implements core.QueueBackend.
+func (b *Backend) GetJob(ctx context.Context, jobID string) (core.Job, error) {
+	if err := b.isClosed(); err != nil {
+		return core.Job{}, err
+	}
+	r, _, err := b.loadJob(ctx, jobID)
+	if err != nil {
+		return core.Job{}, err
+	}
+	return r.Job, nil
+}
+
+// ListRuns implements core.QueueBackend.
+func (b *Backend) ListRuns(ctx context.Context, jobID string) ([]core.Run, error) {
+	if err := b.isClosed(); err != nil {
+		return nil, err
+	}
+	r, _, err := b.loadJob(ctx, jobID)
+	if err != nil {
+		return nil, err
+	}
+	return append([]core.Run{}, r.Runs...), nil
+}
+
+// Checkpoints implements core.QueueBackend.
+func (b *Backend) Checkpoints(ctx context.Context, jobID string) ([]core.Checkpoint, error) {
+	if err := b.isClosed(); err != nil {
+		return nil, err
+	}
+	r, _, err := b.loadJob(ctx, jobID)
+	if err != nil {
+		return nil, err
+	}
+	steps := make([]string, 0, len(r.CK))
+	for s := range r.CK {
+		steps = append(steps, s)
+	}
+	sort.Strings(steps)
+	out := make([]core.Checkpoint, 0, len(steps))
+	for _, s := range steps {
+		v, err := b.checkpointValue(ctx, jobID, s, r.CK[s].Token)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, core.Checkpoint{JobID: jobID, Step: s, Value: v, CreatedAt: r.CK[s].At})
+	}
+	return out, nil
+}
+
+// ListJobs implements core.QueueBackend.
+func (b *Backend) ListJobs(ctx context.Context, f core.JobFilter) (core.JobPage, error) {
+	if err := b.isClosed(); err != nil {
+		return core.JobPage{}, err
+	}
+	if err := core.ValidateJobFilter(f); err != nil {
+		return core.JobPage{}, err
+	}
+	var all []core.Job
+	err := b.scanJobs(ctx, func(r *record) error {
+		j := &r.Job
+		if !matches(&f, j) {
+			return nil
+		}
+		if f.Cursor != "" && (!f.Desc && j.ID <= f.Cursor || f.Desc && j.ID >= f.Cursor) {
+			return nil
+		}
+		all = append(all, *j)
+		return nil
+	})
+	if err != nil {
+		return core.JobPage{}, err
+	}
+	sort.Slice(all, func(i, k int) bool {
+		if f.Desc {
+			return all[i].ID > all[k].ID
+		}
+		return all[i].ID < all[k].ID
+	})
+	page := core.JobPage{Jobs: []core.Job{}}
+	size := f.PageSize()
+	if len(all) > size {
+		page.Jobs = all[:size]
+		page.Next = all[size-1].ID
+	} else {
+		page.Jobs = append(page.Jobs, all...)
+	}
+	return page, nil
+}
+
+// CountJobs implements core.QueueBackend.
+func (b *Backend) CountJobs(ctx context.Context, f core.JobFilter) (map[core.JobState]int64, error) {
+	if err := b.isClosed(); err != nil {
+		return nil, err
+	}
+	if err := core.ValidateJobFilter(f); err != nil {
+		return nil, err
+	}
+	out := map[core.JobState]int64{}
+	err := b.scanJobs(ctx, func(r *record) error {
+		if matches(&f, &r.Job) {
+			out[r.Job.State]++
+		}
+		return nil
+	})
+	return out, err
+}
+
+// TaskStats implements core.QueueBackend.
+func (b *Backend) TaskStats(ctx context.Context, task string) (core.TaskStats, error) {
+	if err := b.isClosed(); err != nil {
+		return core.TaskStats{}, err
+	}
+	if err := core.ValidateName("task", task); err != nil {
+		return core.TaskStats{}, err
+	}
+	st := core.TaskStats{Task: task, Jobs: map[core.JobState]int64{}, Runs: map[core.RunStatus]int64{}}
+	err := b.scanJobs(ctx, func(r *record) error {
+		if r.Job.Task != task {
+			return nil
+		}
+		st.Jobs[r.Job.State]++
+		for _, run := range r.Runs {
+			st.Runs[run.Status]++
+			st.RunTime += run.Duration()
+		}
+		return nil
+	})
+	return st, err
+}
+
+// ListQueues implements core.QueueBackend.
+func (b *Backend) ListQueues(ctx context.Context) ([]core.QueueInfo, error) {
+	if err := b.isClosed(); err != nil {
+		return nil, err
+	}
+	qs := map[string]*core.QueueInfo{}
+	get := func(q string) *core.QueueInfo {
+		if qi := qs[q]; qi != nil {
+			return qi
+		}
+		qi := &core.QueueInfo{Queue: q, Jobs: map[core.JobState]int64{}}
+		qs[q] = qi
+		return qi
+	}
+	if err := b.scanJobs(ctx, func(r *record) error {
+		get(r.Job.Queue).Jobs[r.Job.State]++
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	if err := b.scan(ctx, "bk."+b.ns+".q.*", func(subj string, data []byte) error {
+		var c core.QueueConfig
+		if err := json.Unmarshal(data, &c); err != nil {
+			return corrupt("queue config "+subj, err)
+		}
+		get(c.Queue).Paused = c.Paused
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	out := make([]core.QueueInfo, 0, len(qs))
+	for _, qi := range qs {
+		out = append(out, *qi)
+	}
+	sort.Slice(out, func(i, k int) bool { return out[i].Queue < out[k].Queue })
+	return out, nil
+}
+
+// Cleanup implements core.QueueBackend.
+func (b *Backend) Cleanup(ctx context.Context, req core.CleanupRequest) (int, error) {
+	if err := b.isClosed(); err != nil {
+		return 0, err
+	}
+	if err := core.ValidateCleanup(req, b.opts.Limits); err != nil {
+		return 0, err
+	}
+	before := req.FinishedBefore.UTC().Truncate(time.Microsecond)
+	var doomed []core.Job
+	err := b.scanJobs(ctx, func(r *record) error {
+		j := &r.Job
+		if j.State.Terminal() && j.FinishedAt.Before(before) && (req.Queue == "" || j.Queue == req.Queue) {
+			doomed = append(doomed, *j)
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	sort.Slice(doomed, func(i, k int) bool {
+		if !doomed[i].FinishedAt.Equal(doomed[k].FinishedAt) {
+			return doomed[i].FinishedAt.Before(doomed[k].FinishedAt)
+		}
+		return doomed[i].ID < doomed[k].ID
+	})
+	if len(doomed) > req.Limit {
+		doomed = doomed[:req.Limit]
+	}
+	for _, j := range doomed {
+		if err := b.kv.Purge(ctx, jetstream.WithPurgeSubject("bk."+b.ns+".c."+j.ID+".>")); err != nil {
+			return 0, fmt.Errorf("kvq: delete checkpoints of %s: %w", j.ID, err)
+		}
+		if j.IdempotencyKey != "" {
+			subj := b.keySubj(j.Queue, j.IdempotencyKey)
+			if data, _, err := b.get(ctx, subj); err == nil {
+				var k keyRecord
+				if json.Unmarshal(data, &k) == nil && k.Job == j.ID {
+					if err := b.del(ctx, subj); err != nil {
+						return 0, err
+					}
+				}
+			}
+		}
+		if err := b.del(ctx, b.jobSubj(j.ID)); err != nil {
+			return 0, err
+		}
+	}
+	return len(doomed), nil
+}
