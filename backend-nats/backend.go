@@ -113,6 +113,7 @@ func New(ctx context.Context, nc *nats.Conn, opts Options) (*Backend, error) {
 	}
 	if snap != nil {
 		b.st = snap
+		b.lastTSAt = time.Now()
 		b.lastSnap.Store(snap.applied)
 	}
 	if err := b.startConsumer(ctx, b.st.applied+1); err != nil {

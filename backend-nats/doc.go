@@ -145,7 +145,11 @@
 //     share messages. Batch Enqueue and Complete, and claim with a Limit
 //     above 1, to amortise it further.
 //   - Upgrades: every process must understand every command in the log.
-//     Upgrade all processes of a namespace together.
+//     Upgrade all processes of a namespace together: a process of a
+//     version before server-time decisions would apply a command that
+//     carries no time of its own at the zero time. Commands of those
+//     versions carry their issuer's time, and this version applies them
+//     at that time.
 //
 // # Fail-stop
 //

@@ -329,6 +329,7 @@ func (b *Backend) reloadLocked(next uint64) bool {
 	}
 	b.log.Warn("replica fell behind a compaction and reloaded a snapshot", "snapshot", st.applied, "next", next)
 	b.st = st
+	b.lastTSAt = time.Now()
 	b.noteSnapshot(st.applied)
 	b.notify.signalAll()
 	close(b.applyCh)
