@@ -98,10 +98,19 @@ func (o *owner) claim(ctx context.Context, req core.ClaimRequest) ([]core.Job, e
 		return out, nil
 	}
 	now := b.now()
+	caught := false
 	for len(out) < req.Limit {
 		hs := o.take(req.Queue, req.Limit-len(out), now)
 		if len(hs) == 0 {
-			break
+			if caught || len(out) > 0 {
+				break
+			}
+			// Nothing due here: make sure no entry is still on its way.
+			if err := o.catchUp(ctx); err != nil {
+				return out, err
+			}
+			caught = true
+			continue
 		}
 		jobs, err := o.claimEntries(ctx, hs, req, now)
 		out = append(out, jobs...)
@@ -124,6 +133,12 @@ func (o *owner) claimEntries(ctx context.Context, hs []*held, req core.ClaimRequ
 	var ps []pending
 	var jobs []core.Job
 	var firstErr error
+	// The lease entries go first, so that a claim whose owner dies right
+	// after its compare-and-set is still known to the next owner; an entry
+	// whose claim then loses is forgotten at the next rescue pass.
+	var claimable []*held
+	var recs []*record
+	var lfuts []jetstream.PubAckFuture
 	for _, h := range hs {
 		rec := h.rec.clone()
 		if _, passed := core.DeadlinePassed(rec.Job, now); passed {
@@ -133,16 +148,46 @@ func (o *owner) claimEntries(ctx context.Context, hs []*held, req core.ClaimRequ
 			continue
 		}
 		claimRecord(rec, req, now)
+		data, _ := json.Marshal(leaseEntry{ID: rec.Job.ID, Token: rec.Job.Lease.Token})
+		f, err := b.js.PublishAsync(b.leaseSubj(), data)
+		if err != nil {
+			o.putBack([]*held{h})
+			if firstErr == nil {
+				firstErr = fmt.Errorf("natsq: lease entry of %s: %w", rec.Job.ID, err)
+			}
+			continue
+		}
+		claimable, recs, lfuts = append(claimable, h), append(recs, rec), append(lfuts, f)
+	}
+	for i, f := range lfuts {
+		select {
+		case <-f.Ok():
+		case err := <-f.Err():
+			o.putBack([]*held{claimable[i]})
+			claimable[i] = nil
+			if firstErr == nil {
+				firstErr = fmt.Errorf("natsq: lease entry: %w", err)
+			}
+		case <-ctx.Done():
+			o.putBack(claimable[i:])
+			return nil, fmt.Errorf("natsq: claim: %w", ctx.Err())
+		}
+	}
+	for i, h := range claimable {
+		if h == nil {
+			continue
+		}
+		rec := recs[i]
 		data, err := json.Marshal(rec)
 		if err != nil {
-			return nil, fmt.Errorf("kvq: encode job %s: %w", rec.Job.ID, err)
+			return nil, fmt.Errorf("natsq: encode job %s: %w", rec.Job.ID, err)
 		}
 		fut, err := b.js.PublishMsgAsync(&nats.Msg{Subject: b.jobSubj(rec.Job.ID), Data: data},
 			jetstream.WithExpectLastSequencePerSubject(h.rev))
 		if err != nil {
 			o.putBack([]*held{h})
 			if firstErr == nil {
-				firstErr = fmt.Errorf("kvq: claim %s: %w", rec.Job.ID, err)
+				firstErr = fmt.Errorf("natsq: claim %s: %w", rec.Job.ID, err)
 			}
 			continue
 		}
@@ -154,33 +199,21 @@ func (o *owner) claimEntries(ctx context.Context, hs []*held, req core.ClaimRequ
 		case <-p.fut.Ok():
 			o.ack(p.h)
 			o.mu.Lock()
-			if l := o.leases[p.rec.Job.ID]; l != nil && l.msg != nil {
-				_ = l.msg.Ack()
-			}
-			l := &leased{token: p.rec.Job.Lease.Token, queue: p.rec.Job.Queue, expires: p.rec.Job.Lease.ExpiresAt}
-			if d, ok := core.Deadline(p.rec.Job); ok {
-				l.deadline = d
-			}
-			o.leases[p.rec.Job.ID] = l
+			o.leasedLocked(&p.rec.Job)
 			o.mu.Unlock()
-			data, _ := json.Marshal(leaseEntry{ID: p.rec.Job.ID, Token: p.rec.Job.Lease.Token})
-			if _, err := b.js.PublishAsync(b.leaseSubj(), data); err != nil && firstErr == nil {
-				firstErr = fmt.Errorf("kvq: lease entry of %s: %w", p.rec.Job.ID, err)
-			}
 			jobs = append(jobs, p.rec.Job)
 		case err := <-p.fut.Err():
-			var apiErr *jetstream.APIError
-			if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+			if isConflict(err) {
 				retry = append(retry, p.h)
 				continue
 			}
 			o.putBack([]*held{p.h})
 			if firstErr == nil {
-				firstErr = fmt.Errorf("kvq: claim %s: %w", p.rec.Job.ID, err)
+				firstErr = fmt.Errorf("natsq: claim %s: %w", p.rec.Job.ID, err)
 			}
 		case <-ctx.Done():
 			if firstErr == nil {
-				firstErr = fmt.Errorf("kvq: claim: %w", ctx.Err())
+				firstErr = fmt.Errorf("natsq: claim: %w", ctx.Err())
 			}
 		}
 	}
@@ -230,6 +263,23 @@ func cmpKey(a, b readyKey) int {
 		return 1
 	}
 	return 0
+}
+
+// leasedLocked records the claim of running job j, keeping the delivery of
+// its lease entry when the stream delivered it already.
+func (o *owner) leasedLocked(j *core.Job) {
+	l := o.leases[j.ID]
+	if l == nil || l.token != j.Lease.Token {
+		if l != nil && l.msg != nil && l.token < j.Lease.Token {
+			_ = l.msg.Ack()
+		}
+		l = &leased{token: j.Lease.Token}
+		o.leases[j.ID] = l
+	}
+	l.queue, l.expires = j.Queue, j.Lease.ExpiresAt
+	if d, ok := core.Deadline(*j); ok {
+		l.deadline = d
+	}
 }
 
 // claimRecord moves rec to running under a new lease for req.

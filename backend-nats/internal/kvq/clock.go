@@ -20,11 +20,11 @@ func (b *Backend) probe(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, b.opts.RequestTimeout)
 	defer cancel()
 	if _, err := b.js.Publish(ctx, subj, nil); err != nil {
-		return fmt.Errorf("kvq: clock probe: %w", err)
+		return fmt.Errorf("natsq: clock probe: %w", err)
 	}
-	m, err := b.kv.GetLastMsgForSubject(ctx, subj)
+	m, err := b.getMsg(ctx, subj)
 	if err != nil {
-		return fmt.Errorf("kvq: clock probe: %w", err)
+		return fmt.Errorf("natsq: clock probe: %w", err)
 	}
 	at := time.Now()
 	b.clockMu.Lock()

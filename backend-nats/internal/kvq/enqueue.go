@@ -135,13 +135,16 @@ func (b *Backend) enqueueOnce(ctx context.Context, jobs []core.Job, now time.Tim
 // revision to replace when no job holds it. A key whose job does not
 // exist belongs to an enqueue under way for keyWait; lookupKey waits for it.
 func (b *Backend) lookupKey(ctx context.Context, subj string, now time.Time) (*record, int64, error) {
+	// With a DecisionClock the key's age by the server is unknown: an
+	// enqueue under way is given two seconds of this process's time.
+	localWait := time.Now().Add(2 * time.Second)
 	for {
-		m, err := b.kv.GetLastMsgForSubject(ctx, subj)
+		m, err := b.getMsg(ctx, subj)
 		if errors.Is(err, jetstream.ErrMsgNotFound) {
 			return nil, 0, nil
 		}
 		if err != nil {
-			return nil, 0, fmt.Errorf("kvq: read key: %w", err)
+			return nil, 0, fmt.Errorf("natsq: read key: %w", err)
 		}
 		var k keyRecord
 		if err := json.Unmarshal(m.Data, &k); err != nil {
@@ -154,13 +157,17 @@ func (b *Backend) lookupKey(ctx context.Context, subj string, now time.Time) (*r
 		if !errors.Is(err, core.ErrNotFound) {
 			return nil, 0, err
 		}
-		if b.opts.DecisionClock != nil || !b.now().Before(m.Time.Add(keyWait)) {
+		stale := !b.now().Before(m.Time.Add(keyWait))
+		if b.opts.DecisionClock != nil {
+			stale = !time.Now().Before(localWait)
+		}
+		if stale {
 			return nil, int64(m.Sequence), nil
 		}
 		select {
 		case <-time.After(20 * time.Millisecond):
 		case <-ctx.Done():
-			return nil, 0, fmt.Errorf("kvq: waiting for the enqueue that holds a key: %w", ctx.Err())
+			return nil, 0, fmt.Errorf("natsq: waiting for the enqueue that holds a key: %w", ctx.Err())
 		}
 	}
 }
@@ -226,7 +233,7 @@ func (b *Backend) writeIntent(ctx context.Context, batch string, jobs []core.Job
 	limit := max(int(b.nc.MaxPayload())-64<<10, 64<<10)
 	data, err := json.Marshal(intentRecord{Jobs: jobs})
 	if err != nil {
-		return fmt.Errorf("kvq: encode batch: %w", err)
+		return fmt.Errorf("natsq: encode batch: %w", err)
 	}
 	if len(data) <= limit {
 		_, err := b.put(ctx, b.intentSubj(batch), data, -1)
@@ -270,7 +277,7 @@ func (b *Backend) readIntent(ctx context.Context, batch string) ([]core.Job, err
 	for p := range in.Parts {
 		pd, _, err := b.get(ctx, b.intentSubj(batch)+".p"+strconv.Itoa(p))
 		if err != nil {
-			return nil, fmt.Errorf("kvq: %w: part %d of batch intent %s: %v", core.ErrInvalidState, p, batch, err)
+			return nil, fmt.Errorf("natsq: %w: part %d of batch intent %s: %v", core.ErrInvalidState, p, batch, err)
 		}
 		var part intentRecord
 		if err := json.Unmarshal(pd, &part); err != nil {
@@ -283,7 +290,7 @@ func (b *Backend) readIntent(ctx context.Context, batch string) ([]core.Job, err
 
 func (b *Backend) dropIntent(ctx context.Context, batch string) error {
 	if err := b.kv.Purge(ctx, jetstream.WithPurgeSubject(b.intentSubj(batch)+".>")); err != nil {
-		return fmt.Errorf("kvq: delete batch intent parts: %w", err)
+		return fmt.Errorf("natsq: delete batch intent parts: %w", err)
 	}
 	return b.del(ctx, b.intentSubj(batch))
 }
@@ -298,12 +305,12 @@ func (b *Backend) materialize(ctx context.Context, jobs []core.Job) error {
 		recs[i] = &record{Job: jobs[i]}
 		data, err := json.Marshal(recs[i])
 		if err != nil {
-			return fmt.Errorf("kvq: encode job %s: %w", jobs[i].ID, err)
+			return fmt.Errorf("natsq: encode job %s: %w", jobs[i].ID, err)
 		}
 		futs[i], err = b.js.PublishMsgAsync(&nats.Msg{Subject: b.jobSubj(jobs[i].ID), Data: data},
 			jetstream.WithExpectLastSequencePerSubject(0))
 		if err != nil {
-			return fmt.Errorf("kvq: store job %s: %w", jobs[i].ID, err)
+			return fmt.Errorf("natsq: store job %s: %w", jobs[i].ID, err)
 		}
 	}
 	revs := make([]uint64, len(jobs))
@@ -312,9 +319,8 @@ func (b *Backend) materialize(ctx context.Context, jobs []core.Job) error {
 		case ack := <-f.Ok():
 			revs[i] = ack.Sequence
 		case err := <-f.Err():
-			var apiErr *jetstream.APIError
-			if !errors.As(err, &apiErr) || apiErr.ErrorCode != jetstream.JSErrCodeStreamWrongLastSequence {
-				return fmt.Errorf("kvq: store job %s: %w", jobs[i].ID, err)
+			if !isConflict(err) {
+				return fmt.Errorf("natsq: store job %s: %w", jobs[i].ID, err)
 			}
 			cur, rev, err := b.loadJob(ctx, jobs[i].ID)
 			if err != nil {
@@ -322,7 +328,7 @@ func (b *Backend) materialize(ctx context.Context, jobs []core.Job) error {
 			}
 			recs[i], revs[i] = cur, rev
 		case <-ctx.Done():
-			return fmt.Errorf("kvq: store jobs: %w", ctx.Err())
+			return fmt.Errorf("natsq: store jobs: %w", ctx.Err())
 		}
 	}
 	efuts := make([]jetstream.PubAckFuture, 0, len(jobs))
@@ -345,9 +351,9 @@ func (b *Backend) materialize(ctx context.Context, jobs []core.Job) error {
 		case <-f.Ok():
 			b.heldLocally(recs[eidx[n]], revs[eidx[n]])
 		case err := <-f.Err():
-			return fmt.Errorf("kvq: ready entry: %w", err)
+			return fmt.Errorf("natsq: ready entry: %w", err)
 		case <-ctx.Done():
-			return fmt.Errorf("kvq: ready entries: %w", ctx.Err())
+			return fmt.Errorf("natsq: ready entries: %w", ctx.Err())
 		}
 	}
 	for q := range queues {

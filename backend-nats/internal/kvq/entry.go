@@ -41,10 +41,10 @@ type doneNotice struct {
 func (b *Backend) publishReady(ctx context.Context, r *record, rev uint64) error {
 	data, err := json.Marshal(readyEntry{Rec: r, Rev: rev})
 	if err != nil {
-		return fmt.Errorf("kvq: encode ready entry: %w", err)
+		return fmt.Errorf("natsq: encode ready entry: %w", err)
 	}
 	if _, err := b.js.Publish(ctx, b.readySubj(), data); err != nil {
-		return fmt.Errorf("kvq: publish ready entry of %s: %w", r.Job.ID, err)
+		return fmt.Errorf("natsq: publish ready entry of %s: %w", r.Job.ID, err)
 	}
 	b.heldLocally(r, rev)
 	b.signal(r.Job.Queue)
@@ -66,7 +66,7 @@ func (b *Backend) heldLocally(r *record, rev uint64) {
 func (b *Backend) publishReadyAsync(r *record, rev uint64) (jetstream.PubAckFuture, error) {
 	data, err := json.Marshal(readyEntry{Rec: r, Rev: rev})
 	if err != nil {
-		return nil, fmt.Errorf("kvq: encode ready entry: %w", err)
+		return nil, fmt.Errorf("natsq: encode ready entry: %w", err)
 	}
 	return b.js.PublishMsgAsync(&nats.Msg{Subject: b.readySubj(), Data: data})
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -13,32 +15,48 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 )
 
-// Options configure a Backend; the zero value is useful.
+// DefaultNamespace is the namespace a Backend uses when Options.Namespace is empty.
+const DefaultNamespace = "boson"
+
+// MinServerVersion is the oldest NATS server the backend runs on.
+const MinServerVersion = "2.9.0"
+
+// Options configure a Backend. The zero value is useful: namespace "boson",
+// one replica, the server's time, core.DefaultLimits, slog.Default.
 type Options struct {
-	// Namespace names the streams; default "boson".
+	// Namespace names the namespace's streams, so that several independent
+	// boson installations can share one NATS account. It must pass
+	// core.ValidateName. Default [DefaultNamespace].
 	Namespace string
-	// Replicas of both streams: 1 (default) or 3 on a cluster.
+	// Replicas of the namespace's streams: 1 (the default) on one server,
+	// 3 on a cluster, where every write waits for a quorum.
 	Replicas int
-	// Clock dates ids and decides nothing. Nil is the process clock.
+	// Clock is this process's clock. It dates the ids the backend makes
+	// and decides nothing: every lease expiry, due time, deadline and rate
+	// window is decided by the server's time (see the package
+	// documentation), so a process whose clock is wrong can make nothing
+	// happen early or late. Nil is the process clock.
 	Clock core.Clock
 	// DecisionClock, when set, replaces the server's time in every
-	// decision (tests that move time by hand).
+	// decision. It is for tests that move time by hand (the conformance
+	// suite hands its core.ManualClock here). Leave it nil in production.
 	DecisionClock core.Clock
-	// Limits bound what the backend accepts.
+	// Limits bound what the backend accepts; zero fields take
+	// core.DefaultLimits.
 	Limits core.Limits
-	// Logger receives diagnostics; nil is slog.Default().
+	// Logger receives the backend's diagnostics. Nil is slog.Default().
 	Logger *slog.Logger
-	// PollInterval is how often subscribers are signalled for queues whose
-	// jobs may have come due; default 1s.
+	// PollInterval is how often Subscribe channels are signalled for jobs
+	// that come due by the passing of time. Default 1s.
 	PollInterval time.Duration
-	// RequestTimeout bounds one request to the server or to the owner;
-	// default 5s.
+	// RequestTimeout bounds one request to the server or to the
+	// namespace's owner. Default 5s.
 	RequestTimeout time.Duration
 }
 
 func (o Options) withDefaults() (Options, error) {
 	if o.Namespace == "" {
-		o.Namespace = "boson"
+		o.Namespace = DefaultNamespace
 	}
 	if err := core.ValidateName("namespace", o.Namespace); err != nil {
 		return o, err
@@ -69,9 +87,9 @@ func (o Options) withDefaults() (Options, error) {
 	return o, nil
 }
 
-// Backend is a core.QueueBackend whose state lives on the NATS server. It
-// is safe for concurrent use; any number of Backends in any number of
-// processes may share a namespace.
+// Backend is a core.QueueBackend and core.Notifier whose state lives on
+// the NATS server. It is safe for concurrent use; any number of Backends
+// in any number of processes may share a namespace.
 type Backend struct {
 	opts   Options
 	nc     *nats.Conn
@@ -101,12 +119,21 @@ var (
 	_ core.Notifier     = (*Backend)(nil)
 )
 
-// Stream names of a namespace.
+// Stream names of a namespace: the job store and the work queue of ready
+// and lease entries.
 func kvStream(ns string) string { return "BOSONKV_" + ns }
 func rqStream(ns string) string { return "BOSONRQ_" + ns }
 
+// legacyStream is the command-log stream of the layout before this one.
+func legacyStream(ns string) string { return "BOSON_" + ns }
+
 // New opens namespace opts.Namespace on nc, creating its streams when they
-// do not exist. nc stays the caller's.
+// do not exist. nc stays the caller's: Close does not close it. New fails
+// with an error wrapping core.ErrUnsupported when the server is older than
+// MinServerVersion or lacks JetStream, when it did not keep the stream
+// configuration asked for, and when the namespace holds data of the
+// command-log layout (stream BOSON_<namespace>), which this version does
+// not read.
 func New(ctx context.Context, nc *nats.Conn, opts Options) (*Backend, error) {
 	if nc == nil {
 		return nil, fmt.Errorf("%w: nil NATS connection", core.ErrInvalidArgument)
@@ -115,9 +142,18 @@ func New(ctx context.Context, nc *nats.Conn, opts Options) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkServerVersion(nc); err != nil {
+		return nil, err
+	}
 	js, err := jetstream.New(nc)
 	if err != nil {
-		return nil, fmt.Errorf("kvq: jetstream: %w", err)
+		return nil, fmt.Errorf("natsq: jetstream: %w", err)
+	}
+	if _, err := js.Stream(ctx, legacyStream(o.Namespace)); err == nil {
+		return nil, fmt.Errorf("natsq: %w: namespace %s holds data of the command-log layout (stream %s), which this version does not read; "+
+			"finish its jobs with the version that wrote them, or delete the stream (DeleteNamespace does)", core.ErrUnsupported, o.Namespace, legacyStream(o.Namespace))
+	} else if !errors.Is(err, jetstream.ErrStreamNotFound) {
+		return nil, fmt.Errorf("natsq: look for the command-log stream: %w", err)
 	}
 	b := &Backend{opts: o, nc: nc, js: js, ns: o.Namespace, closed: make(chan struct{}),
 		log: o.Logger.With("backend", "nats", "namespace", o.Namespace), origin: core.NewID(time.Now())}
@@ -155,21 +191,31 @@ func (b *Backend) Close() error {
 func (b *Backend) isClosed() error {
 	select {
 	case <-b.closed:
-		return fmt.Errorf("kvq: %w", core.ErrClosed)
+		return fmt.Errorf("natsq: %w", core.ErrClosed)
 	default:
 	}
 	return nil
 }
 
-// DeleteNamespace deletes both streams of namespace ns.
+// Conn returns the NATS connection the Backend was opened on: the nc handed
+// to New, which stays the caller's.
+func (b *Backend) Conn() *nats.Conn { return b.nc }
+
+// DeleteNamespace deletes the streams of namespace ns, and with them every
+// job, run, checkpoint and config of it (also those of the command-log
+// layout). Backends still open on it stop working. It is meant for tests
+// and for decommissioning.
 func DeleteNamespace(ctx context.Context, nc *nats.Conn, ns string) error {
-	js, err := jetstream.New(nc)
-	if err != nil {
+	if err := core.ValidateName("namespace", ns); err != nil {
 		return err
 	}
-	for _, s := range []string{kvStream(ns), rqStream(ns)} {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return fmt.Errorf("natsq: jetstream: %w", err)
+	}
+	for _, s := range []string{kvStream(ns), rqStream(ns), legacyStream(ns)} {
 		if err := js.DeleteStream(ctx, s); err != nil && !errors.Is(err, jetstream.ErrStreamNotFound) {
-			return fmt.Errorf("kvq: delete stream %s: %w", s, err)
+			return fmt.Errorf("natsq: delete stream %s: %w", s, err)
 		}
 	}
 	return nil
@@ -178,7 +224,10 @@ func DeleteNamespace(ctx context.Context, nc *nats.Conn, ns string) error {
 func (b *Backend) ensureStreams(ctx context.Context) error {
 	cfgs := []jetstream.StreamConfig{
 		{Name: kvStream(b.ns), Subjects: []string{"bk." + b.ns + ".>"}, Storage: jetstream.FileStorage, Replicas: b.opts.Replicas,
-			Retention: jetstream.LimitsPolicy, MaxMsgsPerSubject: 1, AllowDirect: true, Discard: jetstream.DiscardOld,
+			// Direct gets of a replicated stream may answer from a follower
+			// that has not applied the latest write: only one replica reads
+			// directly, so every read sees every acknowledged write.
+			Retention: jetstream.LimitsPolicy, MaxMsgsPerSubject: 1, AllowDirect: b.opts.Replicas == 1, Discard: jetstream.DiscardOld,
 			Description: "boson job store, namespace " + b.ns},
 		{Name: rqStream(b.ns), Subjects: []string{"bq." + b.ns + ".>"}, Storage: jetstream.FileStorage, Replicas: b.opts.Replicas,
 			Retention: jetstream.WorkQueuePolicy, MaxMsgsPerSubject: -1, Description: "boson ready and lease entries, namespace " + b.ns},
@@ -192,11 +241,11 @@ func (b *Backend) ensureStreams(ctx context.Context) error {
 			}
 		}
 		if err != nil {
-			return fmt.Errorf("kvq: stream %s: %w", want.Name, err)
+			return fmt.Errorf("natsq: stream %s: %w", want.Name, err)
 		}
 		got := s.CachedInfo().Config
 		if got.Replicas != want.Replicas || got.Retention != want.Retention || got.MaxMsgsPerSubject != want.MaxMsgsPerSubject || got.Storage != want.Storage {
-			return fmt.Errorf("kvq: %w: stream %s has replicas %d, retention %v, %d messages per subject, %v storage; want %d, %v, %d, %v",
+			return fmt.Errorf("natsq: %w: stream %s has replicas %d, retention %v, %d messages per subject, %v storage; want %d, %v, %d, %v",
 				core.ErrUnsupported, want.Name, got.Replicas, got.Retention, got.MaxMsgsPerSubject, got.Storage,
 				want.Replicas, want.Retention, want.MaxMsgsPerSubject, want.Storage)
 		}
@@ -220,4 +269,29 @@ func (b *Backend) untilClosed(parent context.Context) (context.Context, context.
 		}
 	}()
 	return ctx, cancel
+}
+
+func checkServerVersion(nc *nats.Conn) error {
+	v := nc.ConnectedServerVersion()
+	if v == "" {
+		return fmt.Errorf("natsq: %w: not connected to a server", core.ErrUnsupported)
+	}
+	if !versionAtLeast(v, 2, 9) {
+		return fmt.Errorf("natsq: %w: server %s is older than %s", core.ErrUnsupported, v, MinServerVersion)
+	}
+	return nil
+}
+
+// versionAtLeast reports whether the semantic version v is major.minor or later.
+func versionAtLeast(v string, major, minor int) bool {
+	parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
+	if len(parts) < 2 {
+		return false
+	}
+	ma, err1 := strconv.Atoi(parts[0])
+	mi, err2 := strconv.Atoi(strings.TrimRightFunc(parts[1], func(r rune) bool { return r < '0' || r > '9' }))
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return ma > major || ma == major && mi >= minor
 }

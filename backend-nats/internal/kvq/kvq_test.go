@@ -65,7 +65,7 @@ func harness(nc *nats.Conn) conformance.Harness {
 	}
 }
 
+// TestConformance runs the suite on an embedded current server.
 func TestConformance(t *testing.T) {
-	nc := connect(t, startServer(t))
-	conformance.Run(t, harness(nc))
+	conformance.Run(t, harness(connect(t, startServer(t))))
 }

@@ -37,7 +37,7 @@ func (b *Backend) change(ctx context.Context, id string, fn func(r *record) (boo
 			return nil, 0, err
 		}
 	}
-	return nil, 0, fmt.Errorf("kvq: job %s changed %d times while being changed", id, maxCAS)
+	return nil, 0, fmt.Errorf("natsq: job %s changed %d times while being changed", id, maxCAS)
 }
 
 // fenced is change for a lease: fn runs only while the job is running
@@ -240,7 +240,7 @@ func (b *Backend) SaveCheckpoint(ctx context.Context, lease core.Lease, step str
 func (b *Backend) checkpointValue(ctx context.Context, id, step string, token int64) ([]byte, error) {
 	data, _, err := b.get(ctx, b.ckSubj(id, step, token))
 	if err != nil {
-		return nil, fmt.Errorf("kvq: %w: checkpoint %s of job %s is named but not stored: %v", core.ErrInvalidState, step, id, err)
+		return nil, fmt.Errorf("natsq: %w: checkpoint %s of job %s is named but not stored: %v", core.ErrInvalidState, step, id, err)
 	}
 	if data == nil {
 		data = []byte{}

@@ -62,15 +62,21 @@ type leased struct {
 // owner is the state of the Backend that owns the namespace's claims: the
 // ordered index of every ready job and the claims it knows of.
 type owner struct {
-	b    *Backend
-	rev  uint64 // revision of the owner lease
-	cons jetstream.ConsumeContext
-	subs []*nats.Subscription
+	b        *Backend
+	rev      uint64 // revision of the owner lease
+	consumer jetstream.Consumer
+	cons     jetstream.ConsumeContext
+	subs     []*nats.Subscription
 
 	mu     sync.Mutex
 	ready  map[string]*btree.BTreeG[readyKey] // queue -> ready jobs
 	held   map[string]*held                   // job id -> its ready entry
 	leases map[string]*leased                 // job id -> its claim
+	// broken is set when an entry cannot be decoded: the owner then
+	// refuses every claim and rescue pass instead of skipping the entry.
+	broken error
+	// handled is the consumer sequence of the newest delivery handled.
+	handled uint64
 	// gone holds, per job, the revision of an entry this owner took into
 	// its index before the stream delivered it and has used up since: the
 	// delivery is acknowledged when it comes.
@@ -100,12 +106,12 @@ func (b *Backend) tryOwn(ctx context.Context) (*owner, error) {
 	if err := b.isClosed(); err != nil {
 		return nil, err
 	}
-	m, err := b.kv.GetLastMsgForSubject(ctx, b.ownerSubj())
+	m, err := b.getMsg(ctx, b.ownerSubj())
 	expect := int64(0)
 	switch {
 	case errors.Is(err, jetstream.ErrMsgNotFound):
 	case err != nil:
-		return nil, fmt.Errorf("kvq: read the owner lease: %w", err)
+		return nil, fmt.Errorf("natsq: read the owner lease: %w", err)
 	default:
 		var cur ownerRecord
 		if err := json.Unmarshal(m.Data, &cur); err != nil {
@@ -140,43 +146,61 @@ func (b *Backend) tryOwn(ctx context.Context) (*owner, error) {
 func (o *owner) start(ctx context.Context) error {
 	b := o.b
 	const name = "owner"
-	if err := b.js.DeleteConsumer(ctx, rqStream(b.ns), name); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
-		return fmt.Errorf("kvq: reset the owner consumer: %w", err)
+	if _, err := again(ctx, func() (struct{}, error) { return struct{}{}, b.js.DeleteConsumer(ctx, rqStream(b.ns), name) }); err != nil && !errors.Is(err, jetstream.ErrConsumerNotFound) {
+		return fmt.Errorf("natsq: reset the owner consumer: %w", err)
 	}
-	cons, err := b.rq.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy,
-		AckWait: 7 * 24 * time.Hour, MaxAckPending: -1, DeliverPolicy: jetstream.DeliverAllPolicy, MaxDeliver: -1})
+	cons, err := again(ctx, func() (jetstream.Consumer, error) {
+		return b.rq.CreateOrUpdateConsumer(ctx, jetstream.ConsumerConfig{Durable: name, AckPolicy: jetstream.AckExplicitPolicy,
+			AckWait: 7 * 24 * time.Hour, MaxAckPending: -1, DeliverPolicy: jetstream.DeliverAllPolicy, MaxDeliver: -1})
+	})
 	if err != nil {
-		return fmt.Errorf("kvq: owner consumer: %w", err)
+		return fmt.Errorf("natsq: owner consumer: %w", err)
 	}
 	// Load what the stream holds before serving, so that the first claim
-	// sees every ready job.
-	for {
-		batch, err := cons.FetchNoWait(4096)
+	// sees every ready job: fetch until the consumer has nothing left to
+	// deliver.
+	for attempt := 0; ; attempt++ {
+		batch, err := again(ctx, func() (jetstream.MessageBatch, error) { return cons.FetchNoWait(4096) })
 		if err != nil {
-			return fmt.Errorf("kvq: load entries: %w", err)
+			return fmt.Errorf("natsq: load entries: %w", err)
 		}
 		n := 0
 		for m := range batch.Messages() {
 			o.handle(m)
 			n++
 		}
-		if batch.Error() != nil && !errors.Is(batch.Error(), jetstream.ErrNoMessages) {
-			return fmt.Errorf("kvq: load entries: %w", batch.Error())
+		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) && !retryable(err) {
+			return fmt.Errorf("natsq: load entries: %w", err)
 		}
-		if n == 0 {
+		if n > 0 {
+			continue
+		}
+		info, err := again(ctx, func() (*jetstream.ConsumerInfo, error) { return cons.Info(ctx) })
+		if err != nil {
+			return fmt.Errorf("natsq: load entries: %w", err)
+		}
+		if info.NumPending == 0 {
 			break
 		}
+		if attempt > 500 {
+			return fmt.Errorf("natsq: load entries: %d still pending", info.NumPending)
+		}
+		select {
+		case <-time.After(10 * time.Millisecond):
+		case <-ctx.Done():
+			return fmt.Errorf("natsq: load entries: %w", ctx.Err())
+		}
 	}
-
+	o.consumer = cons
 	cc, err := cons.Consume(o.handle, jetstream.PullMaxMessages(1024))
 	if err != nil {
-		return fmt.Errorf("kvq: consume entries: %w", err)
+		return fmt.Errorf("natsq: consume entries: %w", err)
 	}
 	o.cons = cc
 	for subj, h := range map[string]nats.MsgHandler{b.rpcSubj(): o.serve, b.doneSubj(): o.onDone} {
 		sub, err := b.nc.Subscribe(subj, h)
 		if err != nil {
-			return fmt.Errorf("kvq: subscribe %s: %w", subj, err)
+			return fmt.Errorf("natsq: subscribe %s: %w", subj, err)
 		}
 		o.subs = append(o.subs, sub)
 	}
@@ -206,7 +230,7 @@ func (o *owner) renew() {
 	b := o.b
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
-	sweep := time.NewTicker(10 * time.Second)
+	sweep := time.NewTicker(15 * time.Second)
 	defer sweep.Stop()
 	for {
 		select {
@@ -253,18 +277,21 @@ func (o *owner) handle(m jetstream.Msg) {
 	b := o.b
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if meta, err := m.Metadata(); err == nil && meta.Sequence.Consumer > o.handled {
+		o.handled = meta.Sequence.Consumer
+	}
 	switch m.Subject() {
 	case b.readySubj():
 		var e readyEntry
-		if err := json.Unmarshal(m.Data(), &e); err != nil || e.Rec == nil {
-			b.log.Error("ready entry cannot be decoded; it stays in the stream", "err", err)
+		if err := json.Unmarshal(m.Data(), &e); err != nil || e.Rec == nil || !e.Rec.Job.State.Valid() {
+			o.breakLocked(m, err)
 			return
 		}
 		o.holdLocked(e.Rec, e.Rev, m)
 	case b.leaseSubj():
 		var e leaseEntry
-		if err := json.Unmarshal(m.Data(), &e); err != nil {
-			b.log.Error("lease entry cannot be decoded; it stays in the stream", "err", err)
+		if err := json.Unmarshal(m.Data(), &e); err != nil || e.ID == "" {
+			o.breakLocked(m, err)
 			return
 		}
 		l := o.leases[e.ID]
@@ -287,6 +314,56 @@ func (o *owner) handle(m jetstream.Msg) {
 	default:
 		_ = m.Ack()
 	}
+}
+
+// catchUp waits until the owner has handled every entry the stream held
+// when it was called (at most a few seconds), so that a claim that found
+// nothing sees what other processes stored just before it.
+func (o *owner) catchUp(ctx context.Context) error {
+	for attempt := 0; attempt < 1000; attempt++ {
+		info, err := again(ctx, func() (*jetstream.ConsumerInfo, error) { return o.consumer.Info(ctx) })
+		if err != nil {
+			return fmt.Errorf("natsq: owner consumer: %w", err)
+		}
+		o.mu.Lock()
+		handled := o.handled
+		o.mu.Unlock()
+		if info.NumPending == 0 && handled >= info.Delivered.Consumer {
+			return nil
+		}
+		select {
+		case <-time.After(2 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// breakLocked stops the owner for an entry it cannot decode: claims and
+// rescue passes fail with an error wrapping core.ErrInvalidState until the
+// entry is removed from the stream and the owner restarts.
+func (o *owner) breakLocked(m jetstream.Msg, err error) {
+	meta, _ := m.Metadata()
+	var seq uint64
+	if meta != nil {
+		seq = meta.Sequence.Stream
+	}
+	if err == nil {
+		err = errors.New("fields missing")
+	}
+	if o.broken == nil {
+		o.broken = fmt.Errorf("natsq: %w: entry %d of stream %s cannot be decoded (%v); the namespace hands out no claims until it is removed",
+			core.ErrInvalidState, seq, rqStream(o.b.ns), err)
+		o.b.log.Error("claims stopped", "err", o.broken)
+	}
+}
+
+// brokenErr returns the error that stopped the owner, if any.
+func (o *owner) brokenErr() error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.broken
 }
 
 // holdLocked takes the entry of rec at rev into the index. m is its
@@ -411,8 +488,9 @@ func (o *owner) serve(m *nats.Msg) {
 	var rep rpcReply
 	ctx, cancel := context.WithTimeout(context.Background(), o.b.opts.RequestTimeout)
 	defer cancel()
-	var err error
+	err := o.brokenErr()
 	switch {
+	case err != nil:
 	case json.Unmarshal(m.Data, &req) != nil:
 		err = fmt.Errorf("%w: undecodable request", core.ErrInvalidArgument)
 	case req.Claim != nil:
@@ -450,10 +528,10 @@ func (b *Backend) call(ctx context.Context, req rpcRequest) (rpcReply, error) {
 			return rep, fromWire(rep.Err)
 		}
 		if ctx.Err() != nil {
-			return rpcReply{}, fmt.Errorf("kvq: waiting for the owner: %w", ctx.Err())
+			return rpcReply{}, fmt.Errorf("natsq: waiting for the owner: %w", ctx.Err())
 		}
 		if !errors.Is(err, nats.ErrNoResponders) && !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, nats.ErrTimeout) {
-			return rpcReply{}, fmt.Errorf("kvq: request to the owner: %w", err)
+			return rpcReply{}, fmt.Errorf("natsq: request to the owner: %w", err)
 		}
 		if _, err := b.tryOwn(ctx); err != nil {
 			return rpcReply{}, err
@@ -462,7 +540,7 @@ func (b *Backend) call(ctx context.Context, req rpcRequest) (rpcReply, error) {
 			select {
 			case <-time.After(min(time.Duration(attempt)*50*time.Millisecond, time.Second)):
 			case <-ctx.Done():
-				return rpcReply{}, fmt.Errorf("kvq: waiting for the owner: %w", ctx.Err())
+				return rpcReply{}, fmt.Errorf("natsq: waiting for the owner: %w", ctx.Err())
 			}
 		}
 	}
@@ -470,8 +548,9 @@ func (b *Backend) call(ctx context.Context, req rpcRequest) (rpcReply, error) {
 
 func (o *owner) local(ctx context.Context, req rpcRequest) (rpcReply, error) {
 	var rep rpcReply
-	var err error
+	err := o.brokenErr()
 	switch {
+	case err != nil:
 	case req.Claim != nil:
 		rep.Jobs, err = o.claim(ctx, *req.Claim)
 	case req.Rescue != nil:

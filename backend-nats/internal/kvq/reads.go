@@ -14,12 +14,30 @@ import (
 )
 
 // scan hands every value stored under filter to fn, in stream order,
-// through an ephemeral consumer that is deleted afterwards.
+// through an ephemeral consumer that is deleted afterwards. A value that
+// changes during the scan moves to the stream's end and may be handed over
+// twice (the older first); the scan ends at the stream's last message when
+// it had read everything up to the last message when it began, so it ends
+// however busy the stream is.
 func (b *Backend) scan(ctx context.Context, filter string, fn func(subj string, data []byte) error) error {
-	cons, err := b.kv.CreateConsumer(ctx, jetstream.ConsumerConfig{FilterSubject: filter, AckPolicy: jetstream.AckNonePolicy,
-		DeliverPolicy: jetstream.DeliverAllPolicy, InactiveThreshold: time.Minute, MemoryStorage: true})
+	lastSeq := func() (uint64, error) {
+		info, err := again(ctx, func() (*jetstream.StreamInfo, error) { return b.kv.Info(ctx) })
+		if err != nil {
+			return 0, fmt.Errorf("natsq: scan %s: %w", filter, err)
+		}
+		return info.State.LastSeq, nil
+	}
+	bound, err := lastSeq()
 	if err != nil {
-		return fmt.Errorf("kvq: scan %s: %w", filter, err)
+		return err
+	}
+	extended := false
+	cons, err := again(ctx, func() (jetstream.Consumer, error) {
+		return b.kv.CreateConsumer(ctx, jetstream.ConsumerConfig{FilterSubject: filter, AckPolicy: jetstream.AckNonePolicy,
+			DeliverPolicy: jetstream.DeliverAllPolicy, InactiveThreshold: time.Minute, MemoryStorage: true, Replicas: 1})
+	})
+	if err != nil {
+		return fmt.Errorf("natsq: scan %s: %w", filter, err)
 	}
 	defer func() {
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -27,45 +45,86 @@ func (b *Backend) scan(ctx context.Context, filter string, fn func(subj string, 
 		cancel()
 	}()
 	remaining := cons.CachedInfo().NumPending
-	for remaining > 0 {
-		batch, err := cons.Fetch(int(min(remaining, 4096)), jetstream.FetchMaxWait(5*time.Second))
+	for idle := 0; remaining > 0; {
+		batch, err := again(ctx, func() (jetstream.MessageBatch, error) { return cons.FetchNoWait(int(min(remaining, 4096))) })
 		if err != nil {
-			return fmt.Errorf("kvq: scan %s: %w", filter, err)
+			return fmt.Errorf("natsq: scan %s: %w", filter, err)
 		}
 		got := 0
 		for m := range batch.Messages() {
 			got++
 			meta, err := m.Metadata()
 			if err != nil {
-				return fmt.Errorf("kvq: %w: scanned message without metadata: %v", core.ErrInvalidState, err)
+				return fmt.Errorf("natsq: %w: scanned message without metadata: %v", core.ErrInvalidState, err)
 			}
 			remaining = meta.NumPending
+			if meta.Sequence.Stream > bound {
+				if extended {
+					remaining = 0
+					break
+				}
+				// The first pass is done; read on to where the stream
+				// ends now, for the values that moved during it.
+				if bound, err = lastSeq(); err != nil {
+					return err
+				}
+				extended = true
+			}
 			if err := fn(m.Subject(), m.Data()); err != nil {
 				return err
 			}
 		}
-		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-			return fmt.Errorf("kvq: scan %s: %w", filter, err)
+		berr := batch.Error()
+		if berr != nil && !errors.Is(berr, jetstream.ErrNoMessages) && !retryable(berr) {
+			return fmt.Errorf("natsq: scan %s: %w", filter, berr)
 		}
-		if got == 0 {
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			return fmt.Errorf("kvq: scan %s: the server delivered nothing with %d messages pending", filter, remaining)
+		if got > 0 {
+			idle = 0
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		// Nothing left to deliver: the values counted as pending were
+		// replaced or deleted meanwhile. A consumer that was just made may
+		// also answer nothing for a moment; ask a few times.
+		if idle++; idle > 5 {
+			return nil
+		}
+		select {
+		case <-time.After(20 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
 	return nil
 }
 
-// scanJobs hands every job record to fn.
+// scanJobs hands every job record to fn once, in the newest version the
+// scan saw.
 func (b *Backend) scanJobs(ctx context.Context, fn func(r *record) error) error {
-	return b.scan(ctx, b.jobsFilter(), func(subj string, data []byte) error {
+	seen := map[string]*record{}
+	var order []string
+	err := b.scan(ctx, b.jobsFilter(), func(subj string, data []byte) error {
 		r, err := decodeRecord(data)
 		if err != nil {
 			return corrupt("job record "+subj, err)
 		}
-		return fn(r)
+		if _, ok := seen[r.Job.ID]; !ok {
+			order = append(order, r.Job.ID)
+		}
+		seen[r.Job.ID] = r
+		return nil
 	})
+	if err != nil {
+		return err
+	}
+	for _, id := range order {
+		if err := fn(seen[id]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func matches(f *core.JobFilter, j *core.Job) bool {
@@ -274,7 +333,7 @@ func (b *Backend) Cleanup(ctx context.Context, req core.CleanupRequest) (int, er
 	}
 	for _, j := range doomed {
 		if err := b.kv.Purge(ctx, jetstream.WithPurgeSubject("bk."+b.ns+".c."+j.ID+".>")); err != nil {
-			return 0, fmt.Errorf("kvq: delete checkpoints of %s: %w", j.ID, err)
+			return 0, fmt.Errorf("natsq: delete checkpoints of %s: %w", j.ID, err)
 		}
 		if j.IdempotencyKey != "" {
 			subj := b.keySubj(j.Queue, j.IdempotencyKey)

@@ -2,6 +2,7 @@ package kvq
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"sort"
 	"strings"
@@ -163,9 +164,47 @@ func (o *owner) forget(c rescueCand) {
 	}
 }
 
-// sweep completes the enqueue batches whose writer stopped half way: every
-// intent older than keyWait is materialized and deleted.
+// sweep repairs what a process that died between two writes left behind:
+// it completes every enqueue intent older than keyWait, and gives every
+// queued or sleeping job without a ready entry an entry, and every running
+// job without a lease entry a lease entry. It reads every job record.
 func (o *owner) sweep(ctx context.Context) error {
+	b := o.b
+	if err := o.sweepIntents(ctx); err != nil {
+		return err
+	}
+	return b.scanJobs(ctx, func(r *record) error {
+		j := &r.Job
+		if !j.State.Active() {
+			return nil
+		}
+		o.mu.Lock()
+		h, l := o.held[j.ID], o.leases[j.ID]
+		o.mu.Unlock()
+		switch {
+		case j.State == core.StateQueued || j.State == core.StateSleeping:
+			cur, rev, err := b.loadJob(ctx, j.ID)
+			if err != nil || h != nil && h.rev >= rev || cur.Job.State != j.State {
+				return nil
+			}
+			b.log.Warn("a queued job had no ready entry", "job", j.ID)
+			return b.publishReady(ctx, cur, rev)
+		case j.State == core.StateRunning && (l == nil || l.token < j.Lease.Token):
+			data, _ := json.Marshal(leaseEntry{ID: j.ID, Token: j.Lease.Token})
+			if _, err := b.js.Publish(ctx, b.leaseSubj(), data); err != nil {
+				return err
+			}
+			o.mu.Lock()
+			o.leasedLocked(j)
+			o.mu.Unlock()
+		}
+		return nil
+	})
+}
+
+// sweepIntents completes the enqueue batches whose writer stopped half
+// way: every intent older than keyWait is materialized and deleted.
+func (o *owner) sweepIntents(ctx context.Context) error {
 	b := o.b
 	info, err := b.kv.Info(ctx, jetstream.WithSubjectFilter("bk."+b.ns+".b.*"))
 	if err != nil {
@@ -173,7 +212,7 @@ func (o *owner) sweep(ctx context.Context) error {
 	}
 	for subj := range info.State.Subjects {
 		batch := subj[strings.LastIndexByte(subj, '.')+1:]
-		m, err := b.kv.GetLastMsgForSubject(ctx, subj)
+		m, err := b.getMsg(ctx, subj)
 		if err != nil || b.now().Before(m.Time.Add(keyWait)) {
 			continue
 		}

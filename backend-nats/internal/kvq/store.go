@@ -55,21 +55,26 @@ func (b *Backend) sigSubj(queue string) string { return "bc." + b.ns + ".sig." +
 
 var (
 	// errMissing: the subject holds no message.
-	errMissing = errors.New("kvq: no such key")
+	errMissing = errors.New("natsq: no such key")
 	// errConflict: a compare-and-set found another revision.
-	errConflict = errors.New("kvq: revision changed")
+	errConflict = errors.New("natsq: revision changed")
 )
 
 // get returns the value and revision stored under subj, or errMissing.
 func (b *Backend) get(ctx context.Context, subj string) ([]byte, uint64, error) {
-	m, err := b.kv.GetLastMsgForSubject(ctx, subj)
+	m, err := b.getMsg(ctx, subj)
 	if errors.Is(err, jetstream.ErrMsgNotFound) {
 		return nil, 0, errMissing
 	}
 	if err != nil {
-		return nil, 0, fmt.Errorf("kvq: get %s: %w", subj, err)
+		return nil, 0, fmt.Errorf("natsq: get %s: %w", subj, err)
 	}
 	return m.Data, m.Sequence, nil
+}
+
+// getMsg reads the message stored under subj, retrying transient errors.
+func (b *Backend) getMsg(ctx context.Context, subj string) (*jetstream.RawStreamMsg, error) {
+	return again(ctx, func() (*jetstream.RawStreamMsg, error) { return b.kv.GetLastMsgForSubject(ctx, subj) })
 }
 
 // put stores data under subj if its revision is still expect (0: if the
@@ -82,19 +87,49 @@ func (b *Backend) put(ctx context.Context, subj string, data []byte, expect int6
 	}
 	ack, err := b.js.PublishMsg(ctx, &nats.Msg{Subject: subj, Data: data}, opts...)
 	if err != nil {
-		var apiErr *jetstream.APIError
-		if errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+		if isConflict(err) {
 			return 0, errConflict
 		}
-		return 0, fmt.Errorf("kvq: put %s: %w", subj, err)
+		return 0, fmt.Errorf("natsq: put %s: %w", subj, err)
 	}
 	return ack.Sequence, nil
+}
+
+// isConflict reports whether err is a compare-and-set that found another
+// revision (one server reports 10071, a replicated stream 10164).
+func isConflict(err error) bool {
+	var apiErr *jetstream.APIError
+	return errors.As(err, &apiErr) && (apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
+// retryable reports whether a request may succeed when sent again soon: a
+// replicated stream or consumer that is electing its leader answers
+// nobody for a moment.
+func retryable(err error) bool {
+	return errors.Is(err, nats.ErrNoResponders) || errors.Is(err, jetstream.ErrNoStreamResponse) || errors.Is(err, nats.ErrTimeout)
+}
+
+// again runs fn until it succeeds, fails for good, or the retries for
+// transient errors (about five seconds) run out.
+func again[T any](ctx context.Context, fn func() (T, error)) (T, error) {
+	for attempt := 0; ; attempt++ {
+		v, err := fn()
+		if err == nil || !retryable(err) || attempt == 50 || ctx.Err() != nil {
+			return v, err
+		}
+		select {
+		case <-time.After(time.Duration(min(attempt+1, 10)) * 10 * time.Millisecond):
+		case <-ctx.Done():
+			return v, err
+		}
+	}
 }
 
 // del removes subj.
 func (b *Backend) del(ctx context.Context, subj string) error {
 	if err := b.kv.Purge(ctx, jetstream.WithPurgeSubject(subj)); err != nil {
-		return fmt.Errorf("kvq: delete %s: %w", subj, err)
+		return fmt.Errorf("natsq: delete %s: %w", subj, err)
 	}
 	return nil
 }
@@ -102,7 +137,7 @@ func (b *Backend) del(ctx context.Context, subj string) error {
 // corrupt is the error of data the backend cannot decode: the call stops,
 // nothing is skipped.
 func corrupt(what string, err error) error {
-	return fmt.Errorf("kvq: %w: %s cannot be decoded: %v", core.ErrInvalidState, what, err)
+	return fmt.Errorf("natsq: %w: %s cannot be decoded: %v", core.ErrInvalidState, what, err)
 }
 
 // loadJob returns a job's record and revision, or an error wrapping
@@ -123,7 +158,7 @@ func (b *Backend) loadJob(ctx context.Context, id string) (*record, uint64, erro
 		return nil, 0, corrupt("job record "+id, err)
 	}
 	if r.Job.ID != id {
-		return nil, 0, fmt.Errorf("kvq: %w: the record of job %s holds job %q", core.ErrInvalidState, id, r.Job.ID)
+		return nil, 0, fmt.Errorf("natsq: %w: the record of job %s holds job %q", core.ErrInvalidState, id, r.Job.ID)
 	}
 	return r, rev, nil
 }
@@ -143,7 +178,7 @@ func decodeRecord(data []byte) (*record, error) {
 func (b *Backend) storeJob(ctx context.Context, r *record, expect uint64) (uint64, error) {
 	data, err := json.Marshal(r)
 	if err != nil {
-		return 0, fmt.Errorf("kvq: encode job %s: %w", r.Job.ID, err)
+		return 0, fmt.Errorf("natsq: encode job %s: %w", r.Job.ID, err)
 	}
 	return b.put(ctx, b.jobSubj(r.Job.ID), data, int64(expect))
 }
