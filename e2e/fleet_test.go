@@ -244,7 +244,7 @@ func TestFleetWorkerChild(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("counts %v after 5 minutes", c)
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
 	}
 	if err := w.Shutdown(ctx); err != nil {
 		t.Fatal(err)
