@@ -62,16 +62,7 @@ type fleetResult struct {
 //
 //	flock /tmp/boson-bench.lock go test -run '^$' -bench FleetNATS -benchtime 1x ./e2e
 func BenchmarkFleetNATS(b *testing.B) {
-	bin := os.Getenv("BOSON_FLEET_NATS_SERVER")
-	if bin == "" {
-		bin, _ = exec.LookPath("nats-server")
-	}
-	if bin == "" {
-		bin = "/usr/sbin/nats-server"
-	}
-	if _, err := os.Stat(bin); err != nil {
-		requireService(b, "nats", "nats-server binary "+bin)
-	}
+	bin := natsServerBinary(b)
 	for _, n := range []int{1, 2, 4, 8} {
 		b.Run(fmt.Sprintf("workers=%d", n), func(b *testing.B) {
 			for range b.N {
@@ -85,29 +76,7 @@ func runFleet(b *testing.B, bin string, workers, jobs int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	dir := b.TempDir()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	srv := exec.Command(bin, "-a", "127.0.0.1", "-p", strconv.Itoa(port), "-js", "-sd", filepath.Join(dir, "js"))
-	if err := srv.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
-	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
-	var nc *nats.Conn
-	for start := time.Now(); ; {
-		if nc, err = nats.Connect(url); err == nil {
-			break
-		}
-		if time.Since(start) > 10*time.Second {
-			b.Fatalf("server %s did not answer: %v", bin, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	defer nc.Close()
+	srv, url, nc := startNATSProcess(b, bin, dir)
 	ns := uniqueName("fleet")
 	prod, err := natsq.New(ctx, nc, natsq.Options{Namespace: ns, Logger: quiet})
 	if err != nil {
@@ -195,6 +164,51 @@ func runFleet(b *testing.B, bin string, workers, jobs int) {
 }
 
 var fleetTask = boson.NewTask[int, int]("fleet-noop")
+
+// natsServerBinary is the nats-server the fleet and retained benchmarks
+// run: $BOSON_FLEET_NATS_SERVER, else nats-server on PATH, else
+// /usr/sbin/nats-server.
+func natsServerBinary(t testing.TB) string {
+	bin := os.Getenv("BOSON_FLEET_NATS_SERVER")
+	if bin == "" {
+		bin, _ = exec.LookPath("nats-server")
+	}
+	if bin == "" {
+		bin = "/usr/sbin/nats-server"
+	}
+	if _, err := os.Stat(bin); err != nil {
+		requireService(t, "nats", "nats-server binary "+bin)
+	}
+	return bin
+}
+
+// startNATSProcess starts bin as a JetStream server on a free loopback
+// port with its store in dir, stopped when t ends, and connects to it.
+func startNATSProcess(t testing.TB, bin, dir string) (*exec.Cmd, string, *nats.Conn) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	srv := exec.Command(bin, "-a", "127.0.0.1", "-p", strconv.Itoa(port), "-js", "-sd", filepath.Join(dir, "js"))
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = srv.Process.Kill(); _ = srv.Wait() })
+	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		nc, err := nats.Connect(url)
+		if err == nil {
+			t.Cleanup(nc.Close)
+			return srv, url, nc
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("server %s did not answer: %v", bin, err)
+		}
+	}
+}
 
 // TestFleetWorkerChild is a worker process of BenchmarkFleetNATS; it does
 // nothing unless started by it.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,16 +49,7 @@ func retainedCounts() (finished, queued int) {
 //
 //	flock /tmp/boson-bench.lock go test -run '^$' -bench RetainedNATS -benchtime 1x -timeout 60m ./e2e
 func BenchmarkRetainedNATS(b *testing.B) {
-	bin := os.Getenv("BOSON_FLEET_NATS_SERVER")
-	if bin == "" {
-		bin, _ = exec.LookPath("nats-server")
-	}
-	if bin == "" {
-		bin = "/usr/sbin/nats-server"
-	}
-	if _, err := os.Stat(bin); err != nil {
-		requireService(b, "nats", "nats-server binary "+bin)
-	}
+	bin := natsServerBinary(b)
 	finished, queued := retainedCounts()
 	ctx, cancel := context.WithTimeout(context.Background(), 55*time.Minute)
 	defer cancel()
@@ -68,29 +58,7 @@ func BenchmarkRetainedNATS(b *testing.B) {
 	if out, err := exec.Command("go", "build", "-o", cli, "github.com/boson-go/boson/cmd/boson").CombinedOutput(); err != nil {
 		b.Fatalf("build the boson command: %v\n%s", err, out)
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	l.Close()
-	srv := exec.Command(bin, "-a", "127.0.0.1", "-p", strconv.Itoa(port), "-js", "-sd", filepath.Join(dir, "js"))
-	if err := srv.Start(); err != nil {
-		b.Fatal(err)
-	}
-	defer func() { _ = srv.Process.Kill(); _ = srv.Wait() }()
-	url := fmt.Sprintf("nats://127.0.0.1:%d", port)
-	var nc *nats.Conn
-	for start := time.Now(); ; {
-		if nc, err = nats.Connect(url); err == nil {
-			break
-		}
-		if time.Since(start) > 10*time.Second {
-			b.Fatalf("server %s did not answer: %v", bin, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	defer nc.Close()
+	_, url, nc := startNATSProcess(b, bin, dir)
 	ns := uniqueName("retained")
 	fill := func() {
 		p, err := natsq.New(ctx, nc, natsq.Options{Namespace: ns, Logger: quiet})
