@@ -85,11 +85,20 @@ func (b *Backend) scan(ctx context.Context, filter string, fn func(subj string, 
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		// Nothing left to deliver: the values counted as pending were
-		// replaced or deleted meanwhile. A consumer that was just made may
-		// also answer nothing for a moment; ask a few times.
-		if idle++; idle > 5 {
+		// Nothing delivered: ask the server whether anything is left (the
+		// values counted as pending may have been replaced or deleted
+		// meanwhile); a consumer that was just made may also deliver
+		// nothing for a moment.
+		ci, err := again(ctx, func() (*jetstream.ConsumerInfo, error) { return cons.Info(ctx) })
+		if err != nil {
+			return fmt.Errorf("natsq: scan %s: %w", filter, err)
+		}
+		if ci.NumPending == 0 {
 			return nil
+		}
+		remaining = ci.NumPending
+		if idle++; idle > 250 {
+			return fmt.Errorf("natsq: scan %s: the server delivered nothing with %d messages pending", filter, remaining)
 		}
 		select {
 		case <-time.After(20 * time.Millisecond):
