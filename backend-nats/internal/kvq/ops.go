@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/boson-go/boson/core"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // maxCAS bounds the compare-and-set attempts of one change; each attempt
@@ -89,7 +92,9 @@ func (b *Backend) Heartbeat(ctx context.Context, lease core.Lease, ttl time.Dura
 	return r.Job.Lease, nil
 }
 
-// Complete implements core.QueueBackend.
+// Complete implements core.QueueBackend. The batch's records are read at
+// once and written with one compare-and-set each, all in flight together;
+// an item whose record changed meanwhile is done again on its own.
 func (b *Backend) Complete(ctx context.Context, items []core.Completion) ([]error, error) {
 	if err := b.isClosed(); err != nil {
 		return nil, err
@@ -99,29 +104,93 @@ func (b *Backend) Complete(ctx context.Context, items []core.Completion) ([]erro
 	}
 	now := b.now()
 	errs := make([]error, len(items))
-	var done []leaseEntry
-	queues := map[string]bool{}
+	finish := func(r *record, it core.Completion) {
+		r.closeRun(core.RunSucceeded, now, "")
+		r.Job.State = core.StateSucceeded
+		r.Job.Result = it.Result
+		r.Job.FinishedAt = now
+	}
+	// Read every record at once.
+	type slot struct {
+		rec *record
+		rev uint64
+		err error
+	}
+	slots := make([]slot, len(items))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 64)
 	for i, it := range items {
+		if err := core.ValidateLease(it.Lease); err != nil {
+			errs[i] = err
+			continue
+		}
 		if err := b.opts.Limits.ValidatePayload("result", it.Result); err != nil {
 			errs[i] = err
 			continue
 		}
-		r, _, err := b.fenced(ctx, it.Lease, func(r *record) error {
-			r.closeRun(core.RunSucceeded, now, "")
-			r.Job.State = core.StateSucceeded
-			r.Job.Result = it.Result
-			r.Job.FinishedAt = now
-			return nil
-		})
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			r, rev, err := b.loadJob(ctx, it.Lease.JobID)
+			slots[i] = slot{r, rev, err}
+		}()
+	}
+	wg.Wait()
+	// Write every record that the lease still holds, all in flight.
+	futs := make([]jetstream.PubAckFuture, len(items))
+	for i, it := range items {
+		if errs[i] != nil {
+			continue
+		}
+		sl := slots[i]
+		switch {
+		case errors.Is(sl.err, core.ErrNotFound):
+			errs[i] = fmt.Errorf("%w: job %s does not exist", core.ErrLeaseLost, it.Lease.JobID)
+			continue
+		case sl.err != nil:
+			return nil, sl.err
+		case sl.rec.Job.State != core.StateRunning || sl.rec.Job.Lease.Token != it.Lease.Token:
+			errs[i] = fmt.Errorf("%w: job %s is %s under token %d, the lease has token %d", core.ErrLeaseLost, sl.rec.Job.ID, sl.rec.Job.State, sl.rec.Job.Lease.Token, it.Lease.Token)
+			continue
+		}
+		r := sl.rec.clone()
+		finish(r, it)
+		slots[i].rec = r
+		data, err := json.Marshal(r)
 		if err != nil {
-			if errors.Is(err, core.ErrLeaseLost) || errors.Is(err, core.ErrInvalidArgument) {
-				errs[i] = err
-				continue
+			return nil, fmt.Errorf("natsq: encode job %s: %w", r.Job.ID, err)
+		}
+		if futs[i], err = b.js.PublishMsgAsync(&nats.Msg{Subject: b.jobSubj(r.Job.ID), Data: data},
+			jetstream.WithExpectLastSequencePerSubject(sl.rev)); err != nil {
+			return nil, fmt.Errorf("natsq: complete %s: %w", r.Job.ID, err)
+		}
+	}
+	var done []leaseEntry
+	queues := map[string]bool{}
+	for i, it := range items {
+		if futs[i] == nil {
+			continue
+		}
+		select {
+		case <-futs[i].Ok():
+		case err := <-futs[i].Err():
+			if !isConflict(err) {
+				return nil, fmt.Errorf("natsq: complete %s: %w", it.Lease.JobID, err)
 			}
-			return nil, err
+			// Another writer came first: decide again on the newest record.
+			if _, _, err := b.fenced(ctx, it.Lease, func(r *record) error { finish(r, it); return nil }); err != nil {
+				if errors.Is(err, core.ErrLeaseLost) {
+					errs[i] = err
+					continue
+				}
+				return nil, err
+			}
+		case <-ctx.Done():
+			return nil, fmt.Errorf("natsq: complete: %w", ctx.Err())
 		}
 		done = append(done, leaseEntry{ID: it.Lease.JobID, Token: it.Lease.Token})
-		queues[r.Job.Queue] = true
+		queues[slots[i].rec.Job.Queue] = true
 	}
 	b.tellDone(done...)
 	for q := range queues {
