@@ -290,7 +290,7 @@ func (s *store) openRun(r *jobRec, now time.Time) {
 		r.runs = r.runBuf[:0]
 	}
 	r.runs = append(r.runs, core.Run{
-		ID:        core.NewID(now),
+		ID:        core.RunID(j.ID, j.Lease.Token),
 		JobID:     j.ID,
 		Attempt:   j.Attempt,
 		WorkerID:  j.Lease.WorkerID,

@@ -44,6 +44,9 @@ type RunInfo struct {
 	// Token is the lease's fencing token; pass it to external systems that
 	// can refuse writes from a stale attempt.
 	Token int64
+	// RunID is the id of the run this attempt opened: [core.RunID] of the
+	// job id and the token, the id every backend lists for it in ListRuns.
+	RunID string
 }
 
 // Info returns the running attempt's description, or false when ctx does
@@ -57,6 +60,7 @@ func Info(ctx context.Context) (RunInfo, bool) {
 	return RunInfo{
 		JobID: j.ID, Task: j.Task, Queue: j.Queue, Attempt: j.Attempt, MaxAttempts: j.MaxAttempts,
 		Headers: j.Headers, Actor: j.Actor, WorkerID: a.w.opts.ID, Token: j.Lease.Token,
+		RunID: core.RunID(j.ID, j.Lease.Token),
 	}, true
 }
 

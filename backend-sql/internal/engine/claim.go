@@ -47,12 +47,12 @@ func (e *Engine) ClaimSQL(ctx context.Context, q Querier, req core.ClaimRequest,
 	expires := now + ceilUS(req.LeaseTTL)
 	for i := range jobs {
 		j := &jobs[i]
-		pairs[i] = [2]string{j.ID, core.NewID(fromUS(now))}
 		if j.State != core.StateSleeping {
 			j.Attempt++
 		}
 		j.State = core.StateRunning
 		j.Lease = core.Lease{JobID: j.ID, WorkerID: req.WorkerID, Token: j.Lease.Token + 1, ExpiresAt: fromUS(expires)}
+		pairs[i] = [2]string{j.ID, core.RunID(j.ID, j.Lease.Token)}
 		if j.FirstStartedAt.IsZero() {
 			j.FirstStartedAt = fromUS(now)
 		}

@@ -58,7 +58,7 @@ claimed AS (
 		deadline_at = CASE WHEN j.first_started_at = 0
 			THEN (CASE WHEN j.max_duration > 0 THEN (SELECT t FROM clk) + (j.max_duration + 999) / 1000 ELSE NULL END)
 			ELSE j.deadline_at END,
-		started_at = (SELECT t FROM clk), run_id = (?::text[])[numbered.n]
+		started_at = (SELECT t FROM clk), run_id = j.id || '.' || (j.token + 1)::text
 	FROM numbered WHERE j.id = numbered.id
 	RETURNING j.*)
 SELECT `
@@ -66,19 +66,11 @@ SELECT `
 // Claim implements Dialect with one statement outside any explicit
 // transaction.
 func (Postgres) Claim(ctx context.Context, e *Engine, req core.ClaimRequest, now any) ([]core.Job, error) {
-	runIDs := make([]string, req.Limit)
-	idTime := core.SystemClock{}.Now()
-	if v, ok := now.(int64); ok {
-		idTime = fromUS(v)
-	}
-	for i := range runIDs {
-		runIDs[i] = core.NewID(idTime)
-	}
 	var jobs []core.Job
 	err := e.st.WriteOne(ctx, func(q Querier) error {
 		var err error
 		jobs, err = collectJobs(q.Query(ctx, e.render(pgClaim+JobCols("")+" FROM claimed"),
-			now, req.Queue, req.Queue, req.Queue, req.Queue, req.Limit, req.WorkerID, ceilUS(req.LeaseTTL), runIDs))
+			now, req.Queue, req.Queue, req.Queue, req.Queue, req.Limit, req.WorkerID, ceilUS(req.LeaseTTL)))
 		return err
 	})
 	return jobs, err

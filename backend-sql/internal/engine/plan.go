@@ -25,12 +25,8 @@ func (e *Engine) ClaimPlan(ctx context.Context, req core.ClaimRequest, analyze b
 		if analyze {
 			opts = "ANALYZE, COSTS OFF, TIMING ON, SUMMARY ON"
 		}
-		runIDs := make([]string, req.Limit)
-		for i := range runIDs {
-			runIDs[i] = core.NewID(core.SystemClock{}.Now())
-		}
 		sqls = []string{"EXPLAIN (" + opts + ") " + e.render(pgClaim+JobCols("")+" FROM claimed")}
-		args = [][]any{{now, req.Queue, req.Queue, req.Queue, req.Queue, req.Limit, req.WorkerID, ceilUS(req.LeaseTTL), runIDs}}
+		args = [][]any{{now, req.Queue, req.Queue, req.Queue, req.Queue, req.Limit, req.WorkerID, ceilUS(req.LeaseTTL)}}
 	default:
 		t, _ := now.(int64)
 		// The pick reads the claim index; the update then finds each
