@@ -43,6 +43,7 @@ type Client struct {
 	clock   core.Clock
 	log     *slog.Logger
 	configs configCache
+	metrics clientMetrics
 }
 
 // NewClient returns a client over one backend.
@@ -231,15 +232,7 @@ func (c *Client) spawn(ctx context.Context, tx any, reqs []Request) ([]Spawned, 
 		}
 		ers[i] = er
 	}
-	var (
-		res []core.EnqueueResult
-		err error
-	)
-	if tx != nil {
-		res, err = core.EnqueueTx(ctx, backend, tx, ers)
-	} else {
-		res, err = backend.Enqueue(ctx, ers)
-	}
+	res, err := c.enqueue(ctx, backend, tx, ers)
 	if err != nil {
 		if len(reqs) == 1 {
 			var be *core.BatchError

@@ -22,6 +22,9 @@ type Options struct {
 	// Workers are the workers whose counters are exported; more can be
 	// added with [Collector.AddWorker].
 	Workers []*boson.Worker
+	// Clients are the clients whose spawn counters are exported, summed by
+	// queue and task; more can be added with [Collector.AddClient].
+	Clients []*boson.Client
 	// Backend, when set, is read for job counts by queue and state.
 	Backend core.QueueBackend
 	// Queues restricts queue depths to these queues (one CountJobs call
@@ -49,6 +52,7 @@ type Collector struct {
 	descs   descs
 	mu      sync.Mutex
 	workers []*boson.Worker
+	clients []*boson.Client
 
 	cacheMu  sync.Mutex
 	cachedAt time.Time
@@ -81,11 +85,13 @@ var counterDefs = []counterDef{
 }
 
 type descs struct {
-	counters  []*prometheus.Desc
-	duration  *prometheus.Desc
-	queueJobs *prometheus.Desc
-	paused    *prometheus.Desc
-	statsUp   *prometheus.Desc
+	counters       []*prometheus.Desc
+	clientCounters []*prometheus.Desc
+	spawnDuration  *prometheus.Desc
+	duration       *prometheus.Desc
+	queueJobs      *prometheus.Desc
+	paused         *prometheus.Desc
+	statsUp        *prometheus.Desc
 }
 
 // New returns a collector. Invalid options give an error wrapping
@@ -113,7 +119,13 @@ func New(opts Options) (*Collector, error) {
 			return nil, fmt.Errorf("%w: bosonprom: nil worker", core.ErrInvalidArgument)
 		}
 	}
-	c := &Collector{opts: opts, clock: opts.Clock, log: opts.Logger, workers: append([]*boson.Worker(nil), opts.Workers...)}
+	for _, cl := range opts.Clients {
+		if cl == nil {
+			return nil, fmt.Errorf("%w: bosonprom: nil client", core.ErrInvalidArgument)
+		}
+	}
+	c := &Collector{opts: opts, clock: opts.Clock, log: opts.Logger, workers: append([]*boson.Worker(nil), opts.Workers...),
+		clients: append([]*boson.Client(nil), opts.Clients...)}
 	if c.clock == nil {
 		c.clock = core.SystemClock{}
 	}
@@ -125,6 +137,12 @@ func New(opts Options) (*Collector, error) {
 		c.descs.counters = append(c.descs.counters, prometheus.NewDesc(
 			prometheus.BuildFQName(ns, "worker", d.name), d.help, []string{"worker", "queue"}, opts.ConstLabels))
 	}
+	for _, d := range clientCounterDefs {
+		c.descs.clientCounters = append(c.descs.clientCounters, prometheus.NewDesc(
+			prometheus.BuildFQName(ns, "client", d.name), d.help, []string{"queue", "task"}, opts.ConstLabels))
+	}
+	c.descs.spawnDuration = prometheus.NewDesc(prometheus.BuildFQName(ns, "client", "spawn_duration_seconds"),
+		"Latency of the backend calls that stored the client's spawns.", []string{"queue", "task"}, opts.ConstLabels)
 	c.descs.duration = prometheus.NewDesc(prometheus.BuildFQName(ns, "worker", "execution_duration_seconds"),
 		"Wall-clock duration of executions.", []string{"worker", "queue"}, opts.ConstLabels)
 	c.descs.queueJobs = prometheus.NewDesc(prometheus.BuildFQName(ns, "queue", "jobs"),
@@ -152,6 +170,10 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 		ch <- d
 	}
 	ch <- c.descs.duration
+	for _, d := range c.descs.clientCounters {
+		ch <- d
+	}
+	ch <- c.descs.spawnDuration
 	if c.opts.Backend != nil {
 		ch <- c.descs.queueJobs
 		ch <- c.descs.paused
@@ -163,10 +185,12 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 	c.mu.Lock()
 	workers := append([]*boson.Worker(nil), c.workers...)
+	clients := append([]*boson.Client(nil), c.clients...)
 	c.mu.Unlock()
 	for _, w := range workers {
 		c.collectWorker(ch, w.Metrics())
 	}
+	c.collectClients(ch, clients)
 	if c.opts.Backend != nil {
 		c.collectQueues(ch)
 	}

@@ -1,6 +1,7 @@
 // Package bosonprom exports boson's metrics to Prometheus: the counters and
-// execution-time histogram of runtime workers ([boson.Worker.Metrics]) and
-// the job counts by queue and state read from a [core.QueueBackend].
+// execution-time histogram of runtime workers ([boson.Worker.Metrics]), the
+// spawn counters and latency of clients ([boson.Client.Metrics]), and the
+// job counts by queue and state read from a [core.QueueBackend].
 //
 //	c, err := bosonprom.New(bosonprom.Options{Workers: []*boson.Worker{w}, Backend: backend})
 //	prometheus.MustRegister(c)
