@@ -99,7 +99,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	api := strings.HasPrefix(path, "/api/")
 	if !h.hostAllowed(r) {
-		h.deny(w, r, api, errorf(http.StatusForbidden, "host_not_allowed", "this server does not answer for host "+requestHost(r)+"; list it in the handler's allowed hosts"))
+		h.deny(w, r, api, hostRefused(r))
 		return
 	}
 	if err := h.cop.Check(r); err != nil {

@@ -12,6 +12,10 @@ import (
 	"time"
 
 	"github.com/boson-go/boson/admin"
+	"github.com/boson-go/boson/core"
+	"github.com/boson-go/boson/observability/bosonprom"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 type serveFlags struct {
@@ -20,6 +24,7 @@ type serveFlags struct {
 	tasks                 stringList
 	hosts, proxies        stringList
 	noAuth                bool
+	metricsPublic         bool
 }
 
 func init() {
@@ -40,7 +45,14 @@ On a loopback --addr only requests for localhost or a loopback address are
 answered (a page of another site cannot read the dashboard through DNS
 rebinding); --allowed-host lists the names to answer for instead (behind a
 local proxy that forwards its own Host, name it). Cookies are Secure over a
---trusted-proxy that sends "X-Forwarded-Proto: https".`,
+--trusted-proxy that sends "X-Forwarded-Proto: https".
+
+PREFIX/metrics serves Prometheus metrics in the text format: the store's job
+counts by queue and state and each queue's paused gauge (boson_queue_jobs,
+boson_queue_paused, boson_queue_stats_up; read at most every 5s). It needs a
+read or admin token in "Authorization: Bearer" (the dashboard's login cookie
+is not accepted), unless --metrics-public serves it to every caller; without
+tokens it is as open as the rest of the server.`,
 		flags: func(fs *flag.FlagSet, c *call) {
 			sf := &serveFlags{}
 			c.opts = sf
@@ -53,6 +65,7 @@ local proxy that forwards its own Host, name it). Cookies are Secure over a
 			fs.Var(&sf.hosts, "allowed-host", "host `name` to answer for (repeatable; *.domain for a domain, * for any)")
 			fs.Var(&sf.proxies, "trusted-proxy", "`address` or CIDR of a reverse proxy whose X-Forwarded-Proto is trusted (repeatable)")
 			fs.BoolVar(&sf.noAuth, "no-auth", false, "turn authentication off: every caller is admin")
+			fs.BoolVar(&sf.metricsPublic, "metrics-public", false, "serve PREFIX/metrics without a token")
 		},
 		run: runServe,
 	})
@@ -95,7 +108,16 @@ func runServe(ctx context.Context, c *call) error {
 	if err != nil {
 		return err
 	}
+	metrics, err := metricsHandler(st.Backend, logger)
+	if err != nil {
+		return err
+	}
+	metricsPerm := admin.PermRead
+	if f.metricsPublic {
+		metricsPerm = admin.PermNone
+	}
 	mux := http.NewServeMux()
+	mux.Handle(strings.TrimSuffix(prefix, "/")+"/metrics", h.Protect(metricsPerm, metrics))
 	if prefix == "/" {
 		mux.Handle("/", h)
 	} else {
@@ -125,6 +147,21 @@ func runServe(ctx context.Context, c *call) error {
 		return err
 	}
 	return nil
+}
+
+// metricsHandler serves the store's queue depths and paused gauges in the
+// Prometheus text format, from a registry of their own (no process or Go
+// runtime metrics of the admin server).
+func metricsHandler(b core.QueueBackend, logger *slog.Logger) (http.Handler, error) {
+	c, err := bosonprom.New(bosonprom.Options{Backend: b, Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(c); err != nil {
+		return nil, err
+	}
+	return promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError)}), nil
 }
 
 // isLoopback reports whether addr listens on a loopback interface only.
