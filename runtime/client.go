@@ -26,6 +26,9 @@ type ClientOptions struct {
 	PollInterval time.Duration
 	// Logger receives the client's structured logs; nil means slog.Default().
 	Logger *slog.Logger
+	// Codec, when set, encodes every spawn's input and decodes results
+	// (see [PayloadCodec]); give the workers the same codec.
+	Codec PayloadCodec
 	// TaskConfigTTL is how long the client reuses a task config it read
 	// (or the fact that none is stored) when applying defaults at spawn;
 	// zero means one second, negative reads the config on every spawn.
@@ -65,6 +68,9 @@ func NewRouterClient(r *core.Router, opts ClientOptions) (*Client, error) {
 	}
 	if opts.PollInterval == 0 {
 		opts.PollInterval = time.Second
+	}
+	if err := validateCodec(opts.Codec); err != nil {
+		return nil, err
 	}
 	if opts.TaskConfigTTL == 0 {
 		opts.TaskConfigTTL = time.Second
@@ -134,6 +140,9 @@ func (c *Client) build(ctx context.Context, r Request) (core.EnqueueRequest, cor
 	// The fingerprint covers what the caller asked for, before task-config
 	// defaults, so that changing a config does not break idempotent retries.
 	req.Fingerprint = core.Fingerprint(req)
+	if err := c.encodeInput(&req); err != nil {
+		return req, nil, err
+	}
 
 	actor := c.opts.Actor
 	if a, ok := ActorFromContext(ctx); ok {

@@ -93,6 +93,9 @@ func (w *Worker) RegisterExecutor(task string, exec Executor, opts ...HandlerOpt
 	if exec == nil {
 		return fmt.Errorf("%w: executor of %s is nil", core.ErrInvalidArgument, task)
 	}
+	if w.opts.Codec != nil {
+		exec = codecExecutor{codec: w.opts.Codec, next: exec}
+	}
 	r := &registration{task: task, exec: exec}
 	for _, o := range opts {
 		if o != nil {

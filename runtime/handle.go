@@ -44,7 +44,7 @@ func (h *Handle[Out]) Result(ctx context.Context) (Out, error) {
 		var zero Out
 		return zero, err
 	}
-	return resultOf[Out](j)
+	return resultVia[Out](h.c.opts.Codec, j)
 }
 
 func resultOf[Out any](j core.Job) (Out, error) {
@@ -68,7 +68,7 @@ func (h *Handle[Out]) Wait(ctx context.Context) (Out, error) {
 		var zero Out
 		return zero, err
 	}
-	return resultOf[Out](j)
+	return resultVia[Out](h.c.opts.Codec, j)
 }
 
 // waitTerminal polls a job until it is terminal.

@@ -70,6 +70,10 @@ type WorkerOptions struct {
 	Clock core.Clock
 	// Logger receives structured logs; nil means slog.Default().
 	Logger *slog.Logger
+	// Codec, when set, decodes every job's input before its executor
+	// sees it and encodes results and checkpoints (see [PayloadCodec]);
+	// give the clients the same codec.
+	Codec PayloadCodec
 }
 
 // Environment variables read by [WorkerOptionsFromEnv]. Durations use Go
@@ -147,6 +151,9 @@ func (o WorkerOptions) withDefaults() (WorkerOptions, error) {
 		o.ID = defaultWorkerID()
 	}
 	if err := core.ValidateName("worker id", o.ID); err != nil {
+		return o, err
+	}
+	if err := validateCodec(o.Codec); err != nil {
 		return o, err
 	}
 	if len(o.Queues) == 0 {

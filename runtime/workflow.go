@@ -86,9 +86,13 @@ func (a *attempt) checkpoint(ctx context.Context, name string) ([]byte, bool, er
 		a.mu.Unlock()
 	}
 	a.mu.Lock()
-	defer a.mu.Unlock()
 	v, ok := a.cps[name]
-	return v, ok, nil
+	a.mu.Unlock()
+	if !ok {
+		return nil, false, nil
+	}
+	v, err := a.decodeCheckpoint(name, v)
+	return v, true, err
 }
 
 // mayStart reports why the attempt must not start new work: its lease is
@@ -105,6 +109,10 @@ func (a *attempt) mayStart(ctx context.Context) error {
 
 // save commits a checkpoint (first write wins) and returns the stored value.
 func (a *attempt) save(ctx context.Context, name string, value []byte) ([]byte, error) {
+	value, err := a.encodeCheckpoint(name, value)
+	if err != nil {
+		return nil, err
+	}
 	stored, err := a.b.SaveCheckpoint(ctx, a.currentLease(), name, value)
 	if err != nil {
 		return nil, a.fenced(fmt.Errorf("boson: save checkpoint %s: %w", name, err))
@@ -112,7 +120,7 @@ func (a *attempt) save(ctx context.Context, name string, value []byte) ([]byte, 
 	a.mu.Lock()
 	a.cps[name] = stored
 	a.mu.Unlock()
-	return stored, nil
+	return a.decodeCheckpoint(name, stored)
 }
 
 // Step is a named, checkpointed piece of a task whose result has type T.
@@ -236,28 +244,39 @@ func Await[Out any](ctx context.Context, h *Handle[Out]) (Out, error) {
 	if h == nil {
 		return zero, fmt.Errorf("%w: await of a nil handle", core.ErrInvalidArgument)
 	}
-	if h.job.Queue == a.job.Queue {
-		return zero, Permanent(fmt.Errorf("%w (task %s in queue %s)", ErrSameQueueAwait, h.job.ID, h.job.Queue))
+	v, err := a.await(ctx, h.b, h.job.ID, h.job.Queue)
+	if err != nil {
+		return zero, err
 	}
-	key := awaitPrefix + h.job.ID
+	return decode[Out]("awaited result", v)
+}
+
+// await waits for job id, stored on b in queue, and returns its result,
+// checkpointed on first success (and replayed from the checkpoint).
+func (a *attempt) await(ctx context.Context, b core.QueueBackend, id, queue string) ([]byte, error) {
+	if queue == a.job.Queue {
+		return nil, Permanent(fmt.Errorf("%w (task %s in queue %s)", ErrSameQueueAwait, id, queue))
+	}
+	key := awaitPrefix + id
 	if err := core.ValidateName("await", key); err != nil {
-		return zero, Permanent(err)
+		return nil, Permanent(err)
 	}
 	if v, ok, err := a.checkpoint(ctx, key); err != nil {
-		return zero, err
+		return nil, err
 	} else if ok {
-		return decode[Out]("awaited result", v)
+		return v, nil
 	}
-	j, err := waitTerminal(ctx, h.b, h.job.ID, h.job.Queue, a.w.opts.PollInterval)
+	j, err := waitTerminal(ctx, b, id, queue, a.w.opts.PollInterval)
 	if err != nil {
-		return zero, err
+		return nil, err
 	}
 	if j.State != core.StateSucceeded {
-		return resultOf[Out](j)
+		_, err := resultOf[struct{}](j)
+		return nil, err
 	}
-	stored, err := a.save(ctx, key, j.Result)
+	result, err := a.decodeAwaited(j)
 	if err != nil {
-		return zero, err
+		return nil, err
 	}
-	return decode[Out]("awaited result", stored)
+	return a.save(ctx, key, result)
 }
