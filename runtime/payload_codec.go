@@ -284,12 +284,13 @@ func (cs chain) validate() error {
 }
 
 // GzipCodec compresses stored bytes with gzip (compress/gzip, whose CRC
-// catches corrupt bytes). The zero value is useful. Values shorter than
-// MinSize, and values that would not shrink, are stored as they are
-// behind a one-byte marker. Decode also takes bytes that begin like JSON
-// as stored before compression was turned on, so that jobs already queued
-// keep working while a fleet turns it on; it refuses anything else it did
-// not write.
+// catches corrupt bytes) behind a marker byte. The zero value is useful.
+// Values shorter than MinSize, and values that would not shrink, are
+// stored unchanged when they begin like JSON (and behind a marker byte
+// otherwise), and Decode takes bytes that begin like JSON as they are: a
+// job queued before compression was turned on keeps working, and a small
+// result stays readable by a client without the codec while a fleet turns
+// it on. Decode refuses anything else it did not write.
 type GzipCodec struct {
 	// Level is the gzip level, 1 (fastest) to 9 (smallest); 0 means
 	// gzip.DefaultCompression.
@@ -360,6 +361,9 @@ func (g GzipCodec) Encode(_ CodecScope, plain []byte) ([]byte, error) {
 		if buf.Len() < len(plain)+1 {
 			return buf.Bytes(), nil
 		}
+	}
+	if startsLikeJSON(plain) {
+		return plain, nil
 	}
 	out := make([]byte, 1+len(plain))
 	out[0] = gzipRaw

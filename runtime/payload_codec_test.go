@@ -336,6 +336,13 @@ func TestGzipCodec(t *testing.T) {
 			t.Errorf("round trip of %d bytes: %d bytes, %v", len(in), len(dec), err)
 		}
 	}
+	// A small JSON value is stored unchanged, readable without the codec.
+	if enc, err := g.Encode(s, []byte(`{"a":1}`)); err != nil || string(enc) != `{"a":1}` {
+		t.Errorf("small JSON stored as %q %v", enc, err)
+	}
+	if enc, err := g.Encode(s, []byte("\x01abc")); err != nil || string(enc) != "\x00\x01abc" {
+		t.Errorf("small non-JSON stored as %q %v", enc, err)
+	}
 	if dec, err := g.Decode(s, []byte(` {"legacy":true}`)); err != nil || string(dec) != ` {"legacy":true}` {
 		t.Errorf("legacy JSON: %q %v", dec, err)
 	}
