@@ -71,7 +71,7 @@ func (c *Client) Metrics() ClientMetricsSnapshot {
 	c.metrics.sets.Range(func(k, v any) bool {
 		cc := v.(*clientCounterSet).snapshot()
 		s.Tasks[k.(QueueTask)] = cc
-		s.Total.add(cc)
+		s.Total.Add(cc)
 		return true
 	})
 	return s
@@ -201,7 +201,9 @@ func (s *clientCounterSet) snapshot() ClientCounters {
 	return out
 }
 
-func (t *ClientCounters) add(c ClientCounters) {
+// Add adds c's counts to t, for summing the counters of several clients
+// or queues.
+func (t *ClientCounters) Add(c ClientCounters) {
 	t.Spawned += c.Spawned
 	t.Reused += c.Reused
 	t.Conflicts += c.Conflicts

@@ -51,7 +51,7 @@ func (c *Collector) collectClients(ch chan<- prometheus.Metric, clients []*boson
 				t = &boson.ClientCounters{}
 				sum[k] = t
 			}
-			addClientCounters(t, v)
+			t.Add(v)
 		}
 	}
 	keys := make([]boson.QueueTask, 0, len(sum))
@@ -69,25 +69,6 @@ func (c *Collector) collectClients(ch chan<- prometheus.Metric, clients []*boson
 		for i, d := range clientCounterDefs {
 			ch <- prometheus.MustNewConstMetric(c.descs.clientCounters[i], prometheus.CounterValue, float64(d.get(*v)), k.Queue, k.Task)
 		}
-		cum := make(map[float64]uint64, len(spawnBuckets))
-		var n uint64
-		for i, b := range spawnBuckets {
-			n += uint64(v.SpawnHistogram[i])
-			cum[b] = n
-		}
-		n += uint64(v.SpawnHistogram[len(spawnBuckets)])
-		ch <- prometheus.MustNewConstHistogram(c.descs.spawnDuration, n, v.SpawnTime.Seconds(), cum, k.Queue, k.Task)
-	}
-}
-
-func addClientCounters(t *boson.ClientCounters, c boson.ClientCounters) {
-	t.Spawned += c.Spawned
-	t.Reused += c.Reused
-	t.Conflicts += c.Conflicts
-	t.RateLimited += c.RateLimited
-	t.Errors += c.Errors
-	t.SpawnTime += c.SpawnTime
-	for i, n := range c.SpawnHistogram {
-		t.SpawnHistogram[i] += n
+		ch <- constHistogram(c.descs.spawnDuration, spawnBuckets, v.SpawnHistogram[:], v.SpawnTime, k.Queue, k.Task)
 	}
 }

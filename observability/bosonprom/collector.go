@@ -210,13 +210,20 @@ func (c *Collector) collectWorker(ch chan<- prometheus.Metric, s boson.MetricsSn
 		for i, d := range counterDefs {
 			ch <- prometheus.MustNewConstMetric(c.descs.counters[i], prometheus.CounterValue, float64(d.get(qc)), s.WorkerID, queue)
 		}
-		cum := make(map[float64]uint64, len(buckets))
-		var n uint64
-		for i, b := range buckets {
-			n += uint64(qc.ExecutionHistogram[i])
-			cum[b] = n
-		}
-		n += uint64(qc.ExecutionHistogram[len(buckets)])
-		ch <- prometheus.MustNewConstHistogram(c.descs.duration, n, qc.ExecutionTime.Seconds(), cum, s.WorkerID, queue)
+		ch <- constHistogram(c.descs.duration, buckets, qc.ExecutionHistogram[:], qc.ExecutionTime, s.WorkerID, queue)
 	}
+}
+
+// constHistogram turns per-bucket counts (one per bound, then the count
+// above every bound) and their summed duration into a Prometheus
+// histogram.
+func constHistogram(d *prometheus.Desc, bounds []float64, counts []int64, sum time.Duration, labels ...string) prometheus.Metric {
+	cum := make(map[float64]uint64, len(bounds))
+	var n uint64
+	for i, b := range bounds {
+		n += uint64(counts[i])
+		cum[b] = n
+	}
+	n += uint64(counts[len(bounds)])
+	return prometheus.MustNewConstHistogram(d, n, sum.Seconds(), cum, labels...)
 }
