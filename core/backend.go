@@ -16,7 +16,12 @@ import (
 // still fences correctly: it stays valid until Rescue or Cancel supersedes it.
 type QueueBackend interface {
 	// Enqueue stores a batch of jobs atomically: either every item is stored
-	// (or reused) or none is. Items are validated with [PrepareJobs]; an
+	// (or reused) or none is, whatever queues the items name. A call that
+	// fails, or that a crash of the caller or the store cuts short, leaves
+	// the batch whole or absent, never in part; a backend may finish such a
+	// batch later (its documentation says when), and one that cannot make a
+	// batch over several queues atomic refuses it with an error wrapping
+	// [ErrUnsupported]. Items are validated with [PrepareJobs]; an
 	// invalid item fails the batch with a [*BatchError] wrapping
 	// [ErrInvalidArgument]. Results are in request order.
 	//
