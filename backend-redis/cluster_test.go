@@ -15,14 +15,20 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// testCluster is a 3-master Redis Cluster on loopback ports, started once
-// per test binary and stopped by TestMain.
-var testCluster struct {
-	once    sync.Once
-	err     error
+// cluster is a Redis Cluster of three masters on loopback ports, node i
+// serving slots [i*16384/3, (i+1)*16384/3).
+type cluster struct {
 	dir     string
 	servers []*server
-	client  *redis.ClusterClient
+}
+
+// testCluster is the cluster most tests share, started once per test
+// binary and stopped by TestMain.
+var testCluster struct {
+	once   sync.Once
+	err    error
+	c      *cluster
+	client *redis.ClusterClient
 }
 
 // clusterClient returns a client of the shared test cluster, starting the
@@ -30,92 +36,135 @@ var testCluster struct {
 func clusterClient(t testing.TB) *redis.ClusterClient {
 	t.Helper()
 	requireServerBinary(t, testreq.RedisCluster)
-	testCluster.once.Do(func() { testCluster.err = startCluster() })
+	testCluster.once.Do(func() {
+		testCluster.c, testCluster.err = startCluster()
+		if testCluster.err == nil {
+			testCluster.client, testCluster.err = testCluster.c.newClient()
+		}
+	})
 	if testCluster.err != nil {
 		t.Fatalf("redis cluster: %v", testCluster.err)
 	}
 	return testCluster.client
 }
 
-func startCluster() error {
+// startCluster starts a cluster in a new temporary directory; extra are
+// more redis-server arguments for every node.
+func startCluster(extra ...string) (*cluster, error) {
 	dir, err := os.MkdirTemp("", "boson-redis-cluster-")
 	if err != nil {
-		return err
+		return nil, err
 	}
-	testCluster.dir = dir
+	c := &cluster{dir: dir}
 	for i := range 3 {
 		d := fmt.Sprintf("%s/n%d", dir, i)
 		if err := os.Mkdir(d, 0o755); err != nil {
-			return err
+			c.stop()
+			return nil, err
 		}
-		s, err := startServer(d, "--cluster-enabled", "yes", "--cluster-config-file", d+"/nodes.conf",
-			"--cluster-node-timeout", "30000", "--cluster-require-full-coverage", "no")
+		args := append([]string{"--cluster-enabled", "yes", "--cluster-config-file", d + "/nodes.conf",
+			"--cluster-node-timeout", "30000", "--cluster-require-full-coverage", "no"}, extra...)
+		s, err := startServer(d, args...)
 		if err != nil {
-			return err
+			c.stop()
+			return nil, err
 		}
-		testCluster.servers = append(testCluster.servers, s)
+		c.servers = append(c.servers, s)
 	}
 	ctx := context.Background()
-	const slots = 16384
-	for i, s := range testCluster.servers {
-		c := redis.NewClient(&redis.Options{Addr: s.addr()})
-		lo, hi := i*slots/3, (i+1)*slots/3-1
-		err := c.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", lo, hi).Err()
+	for i, s := range c.servers {
+		n := redis.NewClient(&redis.Options{Addr: s.addr()})
+		lo, hi := i*clusterSlots/3, (i+1)*clusterSlots/3-1
+		err := n.Do(ctx, "CLUSTER", "ADDSLOTSRANGE", lo, hi).Err()
 		if err == nil && i > 0 {
-			first := testCluster.servers[0]
-			err = c.Do(ctx, "CLUSTER", "MEET", "127.0.0.1", first.port).Err()
+			err = n.Do(ctx, "CLUSTER", "MEET", "127.0.0.1", c.servers[0].port).Err()
 		}
-		c.Close()
+		n.Close()
 		if err != nil {
-			return fmt.Errorf("configure node %s: %w", s.addr(), err)
+			c.stop()
+			return nil, fmt.Errorf("configure node %s: %w", s.addr(), err)
 		}
 	}
-	// Wait for every node to see the whole cluster.
-	deadline := time.Now().Add(60 * time.Second)
-	for _, s := range testCluster.servers {
-		c := redis.NewClient(&redis.Options{Addr: s.addr()})
+	if err := c.waitFormed(60 * time.Second); err != nil {
+		c.stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+const clusterSlots = 16384
+
+// node returns the index of the node that serves slot.
+func (c *cluster) node(slot int64) int { return int(slot * 3 / clusterSlots) }
+
+// waitFormed waits until every node sees the whole cluster in state ok,
+// every slot served.
+func (c *cluster) waitFormed(within time.Duration) error {
+	ctx := context.Background()
+	deadline := time.Now().Add(within)
+	for _, s := range c.servers {
+		n := redis.NewClient(&redis.Options{Addr: s.addr()})
 		for {
-			info, err := c.ClusterInfo(ctx).Result()
-			if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, "cluster_known_nodes:3") {
+			info, err := n.ClusterInfo(ctx).Result()
+			// With cluster-require-full-coverage off a node reports ok
+			// before it knows every slot's owner: wait for all of them.
+			if err == nil && strings.Contains(info, "cluster_state:ok") && strings.Contains(info, "cluster_known_nodes:3") &&
+				strings.Contains(info, "cluster_slots_ok:16384") {
 				break
 			}
 			if time.Now().After(deadline) {
-				c.Close()
+				n.Close()
 				return fmt.Errorf("cluster did not form: %v %s", err, info)
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-		c.Close()
+		n.Close()
 	}
-	var addrs []string
-	for _, s := range testCluster.servers {
-		addrs = append(addrs, s.addr())
+	return nil
+}
+
+// newClient returns a cluster client that sees all three masters, with
+// the options that set makes.
+func (c *cluster) newClient(set ...func(*redis.ClusterOptions)) (*redis.ClusterClient, error) {
+	opts := &redis.ClusterOptions{}
+	for _, s := range c.servers {
+		opts.Addrs = append(opts.Addrs, s.addr())
 	}
-	testCluster.client = redis.NewClusterClient(&redis.ClusterOptions{Addrs: addrs})
+	for _, f := range set {
+		f(opts)
+	}
+	client := redis.NewClusterClient(opts)
+	ctx := context.Background()
+	deadline := time.Now().Add(60 * time.Second)
 	for {
-		err := testCluster.client.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).Err() })
+		err := client.ForEachMaster(ctx, func(ctx context.Context, c *redis.Client) error { return c.Ping(ctx).Err() })
 		var n atomic.Int32
-		_ = testCluster.client.ForEachMaster(ctx, func(context.Context, *redis.Client) error { n.Add(1); return nil })
+		_ = client.ForEachMaster(ctx, func(context.Context, *redis.Client) error { n.Add(1); return nil })
 		if err == nil && n.Load() == 3 {
-			return nil
+			return client, nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("cluster client sees %d masters: %v", n.Load(), err)
+			client.Close()
+			return nil, fmt.Errorf("cluster client sees %d masters: %v", n.Load(), err)
 		}
-		testCluster.client.ReloadState(ctx)
+		client.ReloadState(ctx)
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+func (c *cluster) stop() {
+	for _, s := range c.servers {
+		s.stop()
+	}
+	os.RemoveAll(c.dir)
 }
 
 func stopCluster() {
 	if testCluster.client != nil {
 		testCluster.client.Close()
 	}
-	for _, s := range testCluster.servers {
-		s.stop()
-	}
-	if testCluster.dir != "" {
-		os.RemoveAll(testCluster.dir)
+	if testCluster.c != nil {
+		testCluster.c.stop()
 	}
 }
 

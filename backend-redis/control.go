@@ -91,7 +91,11 @@ func (b *Backend) Rescue(ctx context.Context, req core.RescueRequest) (core.Resc
 	if err != nil {
 		return out, err
 	}
-	if qs, err = b.withLeasesOrDeadlines(ctx, qs); err != nil {
+	qs, pend, txn, err := b.rescueScope(ctx, qs)
+	if err != nil {
+		return out, err
+	}
+	if err := b.settleBatches(ctx, pend, txn); err != nil {
 		return out, err
 	}
 	for _, q := range qs {
@@ -114,29 +118,35 @@ func (b *Backend) Rescue(ctx context.Context, req core.RescueRequest) (core.Resc
 	return out, nil
 }
 
-// withLeasesOrDeadlines keeps the queues that have a running job or a
-// pending deadline, the only ones a rescue pass can change, in one round
+// rescueScope keeps the queues that have a running job or a pending
+// deadline, the only ones a rescue pass can change, and finds the queues
+// that hold prepared parts or decisions of cross-slot batches, in one round
 // trip, so that an idle pass costs two commands however many queues exist.
-func (b *Backend) withLeasesOrDeadlines(ctx context.Context, qs []string) ([]string, error) {
+func (b *Backend) rescueScope(ctx context.Context, qs []string) (rescue, pend, txn []string, err error) {
 	if len(qs) == 0 {
-		return qs, nil
+		return nil, nil, nil, nil
 	}
 	pipe := b.rdb.Pipeline()
-	cmds := make([][2]*redis.IntCmd, len(qs))
+	cmds := make([][4]*redis.IntCmd, len(qs))
 	for i, q := range qs {
 		keys := b.ks.queueKeys(q)
-		cmds[i] = [2]*redis.IntCmd{pipe.ZCard(ctx, keys[kLease]), pipe.ZCard(ctx, keys[kDead])}
+		cmds[i] = [4]*redis.IntCmd{pipe.ZCard(ctx, keys[kLease]), pipe.ZCard(ctx, keys[kDead]), pipe.HLen(ctx, keys[kPend]), pipe.HLen(ctx, keys[kTxn])}
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, wrap("rescue", err)
+		return nil, nil, nil, wrap("rescue", err)
 	}
-	var out []string
 	for i, q := range qs {
 		if cmds[i][0].Val() > 0 || cmds[i][1].Val() > 0 {
-			out = append(out, q)
+			rescue = append(rescue, q)
+		}
+		if cmds[i][2].Val() > 0 {
+			pend = append(pend, q)
+		}
+		if cmds[i][3].Val() > 0 {
+			txn = append(txn, q)
 		}
 	}
-	return out, nil
+	return rescue, pend, txn, nil
 }
 
 // Cleanup deletes old terminal jobs, oldest finished first. See

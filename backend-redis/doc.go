@@ -49,7 +49,9 @@
 //	{p:q}:cpx    zset lex  "<id>|<step>"
 //	{p:q}:conf   hash      paused, retention, cleanup_limit
 //	{p:q}:rstat  hash      "<task>|<run status>" counts of finished runs, "<task>|rt" run time µs
-//	{p:q}:cnt    hash      "<task>|<state>" job counts
+//	{p:q}:cnt    hash      "<task>|<state>" job counts, "<task>|pending" jobs of prepared batch parts
+//	{p:q}:pend   hash      "m|<batch>" -> "<coordinator queue>|<prepared µs>", "i|<batch>" -> items
+//	{p:q}:txn    hash      "<batch>" -> "<c|a>|<decided µs>|<participant queues>"
 //
 // A job's record is a sequence of msgpack values (cmsgpack in the scripts, decode.go in
 // Go) of everything transitions read or change: task, state, priority,
@@ -108,12 +110,20 @@
 // therefore slots:
 //
 //   - A batch Enqueue that names several queues is one script on a single
-//     node. On a cluster it is checked queue by queue first (idempotency
-//     keys and limits, writing nothing) and then written queue by queue. If
-//     a concurrent enqueue takes a key or a limit between the check and the
-//     write, the queues already written are rolled back (jobs still unclaimed
-//     are deleted) and the batch fails; a worker could have claimed one of
-//     them in that instant. Batches within one queue have no such window.
+//     node. On a cluster, whose queues live in different slots, it is committed
+//     in two phases: every queue but the first prepares its part (checked,
+//     stored out of sight, its idempotency keys reserved and its jobs counted
+//     against in-flight limits); then the first queue, the coordinator, writes
+//     its own jobs and records the decision in one script, and the prepared
+//     parts are stored. The decision is the single point that settles the
+//     batch: a batch whose Enqueue returned nil is stored whole, and a crash
+//     of the client or of a node at any step leaves it whole or absent, never
+//     in part. Rescue stores the parts of a committed batch that its Enqueue
+//     could not, and aborts a batch left undecided for BatchTimeout (a commit
+//     that comes later refuses); an enqueue that needs a reserved key waits
+//     for the decision or makes it after that timeout. Between the commit and
+//     its last part the queues of a batch show their jobs one after another; a
+//     batch within one queue has no such window.
 //   - Task limits (MaxInFlight, MaxEnqueuePerSecond) count a task's jobs in
 //     every queue. The enqueue script counts the queues of its own call
 //     atomically; the counts of other queues are read just before it. Two

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"strconv"
@@ -27,9 +28,10 @@ type taskLimit struct {
 	otherInFlight, otherRate  int64
 }
 
-// Enqueue stores a batch atomically. See core.QueueBackend. On Redis
-// Cluster a batch that spans several queues is checked in every queue first
-// and then written queue by queue; see the package documentation.
+// Enqueue stores a batch atomically. See core.QueueBackend. A batch whose
+// queues all live in one slot (every batch on a single node) is one script
+// call; on a cluster, a batch over queues in different slots is committed in
+// two phases (see enqueueSharded and the package documentation).
 func (b *Backend) Enqueue(ctx context.Context, reqs []core.EnqueueRequest) ([]core.EnqueueResult, error) {
 	if err := b.check("enqueue"); err != nil {
 		return nil, err
@@ -140,13 +142,11 @@ func (b *Backend) Enqueue(ctx context.Context, reqs []core.EnqueueRequest) ([]co
 		return []any{gi, j.ID, j.Task, packCold(j.Payload, headers, retry, j.Actor), head, mid, ra,
 			j.IdempotencyKey, j.Fingerprint, dl, readyPrefix(j.Priority)}
 	}
-	// buildArgs lays out the ARGV of one script call over groups gs.
-	buildArgs := func(gs []*enqueueGroup, checkOnly bool, elsewhere func(task string, own []*enqueueGroup) (int64, int64)) ([]string, []any) {
+	// buildArgs lays out the ARGV of one script call over groups gs (see
+	// luaEnqueue for the mode and the batch values).
+	buildArgs := func(gs []*enqueueGroup, c enqueueMode, elsewhere func(task string, own []*enqueueGroup) (int64, int64)) ([]string, []any) {
 		var keys []string
-		args := []any{b.nowArg(), "", "0", len(gs)}
-		if checkOnly {
-			args[2] = "1"
-		}
+		args := []any{b.nowArg(), "", c.mode, c.batch, c.info, c.commitBy, len(gs)}
 		for _, g := range gs {
 			keys = append(keys, b.ks.queueKeys(g.queue)...)
 			args = append(args, b.ks.channel(g.queue))
@@ -173,24 +173,68 @@ func (b *Backend) Enqueue(ctx context.Context, reqs []core.EnqueueRequest) ([]co
 		return l.otherInFlight, l.otherRate
 	}
 
-	var replies [][]any // per script call: the per-item reply values
-	var calls [][]*enqueueGroup
-	if !b.sharded || len(groups) == 1 {
-		keys, args := buildArgs(groups, false, plain)
-		vals, err := b.enqueueCall(ctx, keys, args, jobs, groups)
+	var wait time.Duration
+	for {
+		var replies [][]any // per script call: the per-item reply values
+		var calls [][]*enqueueGroup
+		stored := false // an error may leave the batch stored (or about to be)
+		if !b.sharded || len(groups) == 1 {
+			keys, args := buildArgs(groups, enqueueMode{mode: "w"}, plain)
+			var vals []any
+			vals, err = b.enqueueCall(ctx, keys, args, jobs, groups)
+			stored = err != nil && !refused(err)
+			replies, calls = append(replies, vals), append(calls, groups)
+		} else {
+			replies, calls, stored, err = b.enqueueSharded(ctx, groups, jobs, limits, buildArgs)
+		}
+		var pb *pendingBatch
+		if errors.As(err, &pb) {
+			// An item's idempotency key is held by another cross-slot batch
+			// that is not decided yet: help settle it, then try again.
+			if err := b.settleFor(ctx, pb, &wait); err != nil {
+				undo()
+				return nil, err
+			}
+			continue
+		}
 		if err != nil {
-			undo()
+			if !stored {
+				undo()
+			}
 			return nil, err
 		}
-		replies, calls = append(replies, vals), append(calls, groups)
-	} else {
-		replies, calls, err = b.enqueueSharded(ctx, groups, jobs, limits, buildArgs)
-		if err != nil {
-			undo()
-			return nil, err
-		}
+		return b.enqueueResults(ctx, jobs, goNow, replies, calls)
 	}
-	return b.enqueueResults(ctx, jobs, goNow, replies, calls)
+}
+
+// enqueueMode is the mode of an enqueue script call and its batch values
+// (see luaEnqueue).
+type enqueueMode struct {
+	mode, batch, info, commitBy string
+}
+
+// errBatchAborted: the commit of a cross-slot batch came after a Rescue or
+// a waiting enqueue had aborted the batch, or too long after its parts were
+// prepared.
+var errBatchAborted = errors.New("redisq: enqueue: batch aborted before its commit (its prepared parts waited past the batch timeout); nothing was stored")
+
+// pendingBatch reports that an idempotency key an item needs is reserved
+// by the prepared part of another cross-slot batch, not decided yet. The
+// call that returns it wrote nothing.
+type pendingBatch struct {
+	queue, batch, meta string
+}
+
+func (e *pendingBatch) Error() string {
+	return fmt.Sprintf("redisq: enqueue: an idempotency key of queue %q is held by batch %s, not decided yet", e.queue, e.batch)
+}
+
+// refused reports whether an enqueue script call ran and refused, which
+// means that it wrote nothing.
+func refused(err error) bool {
+	var pb *pendingBatch
+	return errors.Is(err, core.ErrIdempotencyConflict) || errors.Is(err, core.ErrRateLimited) ||
+		errors.Is(err, errBatchAborted) || errors.As(err, &pb)
 }
 
 // enqueueCall runs one enqueue script call and turns refusals into errors.
@@ -203,88 +247,47 @@ func (b *Backend) enqueueCall(ctx context.Context, keys []string, args []any, jo
 	for _, g := range gs {
 		n += len(g.items)
 	}
-	if args[2] == "1" {
-		n = 0 // a check-only call returns just the time
-	}
-	status, rest, err := reply(res, map[string]int{"ok": 1 + n, "conflict": 1, "limited": 2})
+	status, rest, err := reply(res, map[string]int{"ok": 1 + n, "conflict": 1, "limited": 2, "pending": 3})
 	if err != nil {
 		return nil, err
 	}
-	switch status {
-	case "ok":
-		return rest, nil
-	case "conflict":
-		pos := int(toInt(rest[0])) - 1
+	item := func(v any) (int, error) {
+		pos := int(toInt(v)) - 1
 		var order []int
 		for _, g := range gs {
 			order = append(order, g.items...)
 		}
 		if pos < 0 || pos >= len(order) {
-			return nil, fmt.Errorf("redisq: enqueue: conflict reply names item %d of %d", pos+1, len(order))
+			return 0, fmt.Errorf("redisq: enqueue: %s reply names item %d of %d", status, pos+1, len(order))
 		}
-		idx := order[pos]
+		return order[pos], nil
+	}
+	switch status {
+	case "ok":
+		return rest, nil
+	case "conflict":
+		idx, err := item(rest[0])
+		if err != nil {
+			return nil, err
+		}
 		return nil, &core.BatchError{Index: idx, Err: fmt.Errorf("%w: queue %q already holds idempotency key %q for a different request",
 			core.ErrIdempotencyConflict, jobs[idx].Queue, jobs[idx].IdempotencyKey)}
 	case "limited":
 		task, _ := str(rest[0])
 		which, _ := str(rest[1])
 		return nil, fmt.Errorf("redisq: enqueue: %w: task %q would exceed its %s", core.ErrRateLimited, task, which)
+	case "pending":
+		idx, err := item(rest[0])
+		if err != nil {
+			return nil, err
+		}
+		batch, _ := str(rest[1])
+		meta, _ := str(rest[2])
+		return nil, &pendingBatch{queue: jobs[idx].Queue, batch: batch, meta: meta}
+	case "aborted":
+		return nil, errBatchAborted
 	}
 	return nil, fmt.Errorf("redisq: enqueue: unexpected reply %q", status)
-}
-
-// enqueueSharded stores a batch that spans queues on different slots: every
-// queue's part is checked first, then written; a part refused at write time
-// (a concurrent enqueue took a key or the limit) removes the parts already
-// written.
-func (b *Backend) enqueueSharded(ctx context.Context, groups []*enqueueGroup, jobs []core.Job, limits map[string]*taskLimit,
-	buildArgs func([]*enqueueGroup, bool, func(string, []*enqueueGroup) (int64, int64)) ([]string, []any)) ([][]any, [][]*enqueueGroup, error) {
-	// Limits count the batch's own items in other queues as if new.
-	elsewhere := func(task string, own []*enqueueGroup) (int64, int64) {
-		l := limits[task]
-		extra := int64(0)
-		for _, g := range groups {
-			if g == own[0] {
-				continue
-			}
-			for _, i := range g.items {
-				if jobs[i].Task == task {
-					extra++
-				}
-			}
-		}
-		return l.otherInFlight + extra, l.otherRate + extra
-	}
-	for _, g := range groups {
-		keys, args := buildArgs([]*enqueueGroup{g}, true, elsewhere)
-		if _, err := b.enqueueCall(ctx, keys, args, jobs, []*enqueueGroup{g}); err != nil {
-			return nil, nil, err
-		}
-	}
-	var replies [][]any
-	var calls [][]*enqueueGroup
-	for gi, g := range groups {
-		keys, args := buildArgs([]*enqueueGroup{g}, false, elsewhere)
-		vals, err := b.enqueueCall(ctx, keys, args, jobs, []*enqueueGroup{g})
-		if err != nil {
-			for k := 0; k < gi; k++ {
-				var ids []any
-				for n, i := range groups[k].items {
-					if s, _ := str(replies[k][1+n]); s == "" {
-						ids = append(ids, jobs[i].ID)
-					}
-				}
-				if len(ids) > 0 {
-					if _, uerr := b.run(context.WithoutCancel(ctx), scriptUnenqueue, groups[k].queue, ids...); uerr != nil {
-						b.opts.Logger.Error("redisq: enqueue: removing the stored part of a refused batch", "queue", groups[k].queue, "err", uerr)
-					}
-				}
-			}
-			return nil, nil, err
-		}
-		replies, calls = append(replies, vals), append(calls, []*enqueueGroup{g})
-	}
-	return replies, calls, nil
 }
 
 // countElsewhere fills each limit's counts from the queues outside the
@@ -318,7 +321,8 @@ func (b *Backend) countElsewhere(ctx context.Context, limits map[string]*taskLim
 		for _, q := range others {
 			keys := b.ks.queueKeys(q)
 			c := cmds{l: l}
-			c.inflight = pipe.HMGet(ctx, keys[kCnt], task+"|"+string(core.StateQueued), task+"|"+string(core.StateRunning), task+"|"+string(core.StateSleeping))
+			c.inflight = pipe.HMGet(ctx, keys[kCnt], task+"|"+string(core.StateQueued), task+"|"+string(core.StateRunning),
+				task+"|"+string(core.StateSleeping), task+"|pending")
 			c.rate = pipe.ZRangeByLex(ctx, keys[kRate], &redis.ZRangeBy{Min: "[" + task + "|" + los, Max: "(" + task + "}"})
 			all2 = append(all2, c)
 		}
@@ -336,11 +340,14 @@ func (b *Backend) countElsewhere(ctx context.Context, limits map[string]*taskLim
 }
 
 // enqueueResults turns the scripts' replies into results, reading the jobs
-// that idempotency keys reused.
+// that idempotency keys reused. A reply whose time is nil stands for a
+// part of a cross-slot batch that a Rescue stored first: its new jobs are
+// read back too.
 func (b *Backend) enqueueResults(ctx context.Context, jobs []core.Job, goNow time.Time, replies [][]any, calls [][]*enqueueGroup) ([]core.EnqueueResult, error) {
 	out := make([]core.EnqueueResult, len(jobs))
 	byID := map[string]int{}
 	reused := map[int]string{}
+	var stale []int
 	for c, gs := range calls {
 		vals := replies[c]
 		now := toTime(vals[0])
@@ -350,6 +357,8 @@ func (b *Backend) enqueueResults(ctx context.Context, jobs []core.Job, goNow tim
 				j := jobs[i]
 				if rid, _ := str(vals[pos]); rid != "" {
 					reused[i] = rid
+				} else if vals[0] == nil {
+					stale = append(stale, i)
 				} else {
 					j.CreatedAt = now
 					if !j.RunAt.After(goNow) || j.RunAt.Before(now) {
@@ -370,39 +379,49 @@ func (b *Backend) enqueueResults(ctx context.Context, jobs []core.Job, goNow tim
 			}
 		}
 	}
-	if len(reused) == 0 {
+	if len(reused) == 0 && len(stale) == 0 {
 		return out, nil
 	}
-	var fetch []int
+	type read struct {
+		i      int
+		id     string
+		reused bool
+	}
+	var fetch []read
+	for _, i := range stale {
+		fetch = append(fetch, read{i: i, id: jobs[i].ID})
+	}
 	var drop []string
 	for i, rid := range reused {
 		drop = append(drop, jobs[i].ID)
 		if k, ok := byID[rid]; ok {
 			out[i] = core.EnqueueResult{Job: cloneJob(out[k].Job), Reused: true}
 		} else {
-			fetch = append(fetch, i)
+			fetch = append(fetch, read{i: i, id: rid, reused: true})
 		}
 	}
-	_ = b.rdb.HDel(ctx, b.ks.jobQueue(), drop...).Err()
+	if len(drop) > 0 {
+		_ = b.rdb.HDel(ctx, b.ks.jobQueue(), drop...).Err()
+	}
 	if len(fetch) > 0 {
 		pipe := b.rdb.Pipeline()
 		cmds := make([]*redis.SliceCmd, len(fetch))
-		for n, i := range fetch {
-			cmds[n] = pipe.HMGet(ctx, b.ks.queueKeys(jobs[i].Queue)[kJob], reused[i], coldField(reused[i]))
+		for n, f := range fetch {
+			cmds[n] = pipe.HMGet(ctx, b.ks.queueKeys(jobs[f.i].Queue)[kJob], f.id, coldField(f.id))
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
-			return nil, wrap("enqueue: read reused jobs", err)
+			return nil, wrap("enqueue: read stored jobs", err)
 		}
-		for n, i := range fetch {
+		for n, f := range fetch {
 			v := cmds[n].Val()
-			j, ok, err := decodeJob(reused[i], jobs[i].Queue, v[0], v[1])
+			j, ok, err := decodeJob(f.id, jobs[f.i].Queue, v[0], v[1])
 			if err != nil {
 				return nil, err
 			}
 			if !ok {
-				return nil, fmt.Errorf("redisq: enqueue: reused job %s was deleted meanwhile", reused[i])
+				return nil, fmt.Errorf("redisq: enqueue: stored job %s was deleted meanwhile", f.id)
 			}
-			out[i] = core.EnqueueResult{Job: j, Reused: true}
+			out[f.i] = core.EnqueueResult{Job: j, Reused: f.reused}
 		}
 	}
 	return out, nil

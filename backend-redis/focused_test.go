@@ -89,47 +89,6 @@ func TestClusterMultiQueueBatch(t *testing.T) {
 	}
 }
 
-// TestUnenqueueLeavesClaimedJobs: the roll-back of a cluster batch deletes
-// the jobs still waiting and keeps a job a worker already claimed.
-func TestUnenqueueLeavesClaimedJobs(t *testing.T) {
-	ctx := context.Background()
-	clock := core.NewManualClock(time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC))
-	b := newBackend(t, standaloneClient(t), Options{Clock: clock})
-	res, err := b.Enqueue(ctx, []core.EnqueueRequest{
-		{Queue: "q", Task: "t", IdempotencyKey: "a", Priority: -1},
-		{Queue: "q", Task: "t", IdempotencyKey: "b", Cancel: core.CancellationPolicy{MaxDelay: time.Minute}},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	claimed := b.mustClaim(t, "q", 1)
-	if claimed[0].ID != res[0].Job.ID {
-		t.Fatalf("claimed %s", claimed[0].ID)
-	}
-	n, err := b.run(ctx, scriptUnenqueue, "q", res[0].Job.ID, res[1].Job.ID)
-	if err != nil || n.(int64) != 1 {
-		t.Fatalf("unenqueue: %v %v", n, err)
-	}
-	if _, err := b.GetJob(ctx, res[1].Job.ID); err == nil {
-		// The id map entry is removed by Enqueue itself; the job must be gone.
-		t.Fatal("the unclaimed job survived")
-	} else if !errors.Is(err, core.ErrNotFound) {
-		t.Fatal(err)
-	}
-	if j, err := b.GetJob(ctx, res[0].Job.ID); err != nil || j.State != core.StateRunning {
-		t.Fatalf("claimed job: %+v %v", j, err)
-	}
-	// The key of the removed job is free again.
-	again, err := b.Enqueue(ctx, []core.EnqueueRequest{{Queue: "q", Task: "t", IdempotencyKey: "b"}})
-	if err != nil || again[0].Reused {
-		t.Fatalf("re-enqueue: %+v %v", again, err)
-	}
-	counts, _ := b.CountJobs(ctx, core.JobFilter{Queue: "q"})
-	if counts[core.StateQueued] != 1 || counts[core.StateRunning] != 1 {
-		t.Fatalf("counts %v", counts)
-	}
-}
-
 // TestLargestBatches runs every batch operation at the default MaxBatch,
 // which is larger than what a Lua call can unpack at once.
 func TestLargestBatches(t *testing.T) {

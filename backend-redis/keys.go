@@ -27,6 +27,8 @@ func (ks keyspace) queueKeys(queue string) []string {
 		t + "conf",  // hash: queue config
 		t + "rstat", // hash: "<task>|<status>" run counts and "<task>|rt" run time
 		t + "cnt",   // hash: "<task>|<state>" job counts
+		t + "pend",  // hash: "m|<batch>" -> "<coordinator queue>|<prepared µs>", "i|<batch>" -> items: prepared parts of cross-slot batches
+		t + "txn",   // hash: "<batch>" -> "<c|a>|<decided µs>|<participant queues>": decisions of the cross-slot batches this queue coordinates
 	}
 }
 
@@ -47,6 +49,8 @@ const (
 	kConf
 	kRstat
 	kCnt
+	kPend
+	kTxn
 )
 
 // queues is the set of every queue that has had a job or a config.

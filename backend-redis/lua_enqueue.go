@@ -1,23 +1,44 @@
 package redisq
 
 // luaEnqueue stores a batch of jobs spread over one or more queue groups of
-// KEYS (one group per queue, all groups on one node).
+// KEYS (one group per queue, all groups in one slot), or one part of a batch
+// whose queues live in different slots of a cluster (see enqueueSharded).
 //
-// ARGV: now, (unused channel), checkOnly, nGroups, then per group: channel;
-// nTasks, then per task: task, maxInFlight, maxPerSecond, otherInFlight,
-// otherRecent; nItems, then per item the values itemArgs in Enqueue lists:
-// group, id, task, cold attributes, record head, record middle, run at (µs,
-// "0" for now), idempotency key, fingerprint, deadline offset (µs after
-// creation, "0" for none) and ready-member prefix ("<priority+1000>|").
+// ARGV: now, (unused channel), mode, batch, batch info, commit-by, nGroups,
+// then per group: channel; nTasks, then per task: task, maxInFlight,
+// maxPerSecond, otherInFlight, otherRecent; nItems, then per item the EW
+// values itemArgs in Enqueue lists: group, id, task, cold attributes, record
+// head, record middle, run at (µs, "0" for now), idempotency key,
+// fingerprint, deadline offset (µs after creation, "0" for none) and
+// ready-member prefix ("<priority+1000>|").
+//
+// The mode says what to do once every check passed:
+//
+//   - 'w' writes the jobs: the whole batch, or the one queue of a batch.
+//   - 'p' prepares a participant's part of a cross-slot batch: it stores the
+//     items under "i|<batch>" in the pend hash, unpacked by nobody but
+//     luaApply and luaAbort, with "m|<batch>" -> "<coordinator>|<now>"
+//     (batch info is the coordinator's queue), reserves the idempotency keys
+//     as "<id>|<batch>" and counts the items as "<task>|pending" for the
+//     in-flight limit; no job becomes visible.
+//   - 'c' commits a cross-slot batch at its coordinator, the batch's first
+//     queue: unless a decision is already recorded (a Rescue aborted the
+//     batch) or the batch was prepared longer ago than commit-by allows, it
+//     writes the coordinator's jobs and records "c|<now>|<participants>"
+//     (batch info) in the txn hash, in one step: the jobs and the decision
+//     are stored together or not at all.
 //
 // The client packs every record (see packRecordParts) but the three values
 // that depend on the script's clock, so the script only splices strings and
 // sends one bulk command per key; it never builds or packs a record table.
 //
 // It checks every item first (idempotency keys, then limits) and writes only
-// when all pass, so the batch is stored whole or not at all. It returns
+// when all pass, so what it covers is stored whole or not at all. It returns
 // {'ok', now, r1..rn} where ri is "" for a new job or the id of the job an
-// item reuses; {'conflict', i}; or {'limited', task, which}.
+// item reuses; {'conflict', i}; {'limited', task, which}; {'pending', i,
+// batch, meta} when item i's idempotency key is reserved by a prepared part
+// of another batch, not yet decided (meta is that part's "m|" value); or
+// {'aborted'} when a commit came too late.
 //
 // The rate set holds one member per task and call, "<task>|<created µs, 18
 // digits>|<first id>|<count>", so that a batch costs one member however
@@ -25,8 +46,8 @@ package redisq
 const luaEnqueue = `
 local now = now_us()
 local nows = fmt(now)
-local checkOnly = ARGV[3] == '1'
-local pos = 4
+local mode, batch, info = ARGV[3], ARGV[4], ARGV[5]
+local pos = 7
 local ng = tonumber(ARGV[pos]); pos = pos + 1
 local groups = {}
 for g = 1, ng do
@@ -41,15 +62,18 @@ for i = 1, nt do
   pos = pos + 5
 end
 local n = tonumber(ARGV[pos]); pos = pos + 1
-local W = 11
 local first = pos
+
+if mode == 'c' then
+  if redis.call('HEXISTS', groups[1].k.txn, batch) == 1 or now > tonumber(ARGV[6]) then return {'aborted'} end
+end
 
 -- pass 1: idempotency
 local seen = {}
 local reuse = {}
 local fresh = {}
 for i = 1, n do
-  local b = first + (i - 1) * W
+  local b = first + (i - 1) * EW
   local task, ik = ARGV[b+2], ARGV[b+7]
   if ik ~= '' then
     local g = ARGV[b]
@@ -60,6 +84,11 @@ for i = 1, n do
       local k = groups[tonumber(g)].k
       local ex = redis.call('HGET', k.idem, ik)
       if ex then
+        local bar = string.find(ex, '|', 1, true)
+        if bar then
+          local other = string.sub(ex, bar + 1)
+          return {'pending', i, other, redis.call('HGET', k.pend, 'm|' .. other) or ''}
+        end
         local r = get(k, ex)
         s = {id = ex, fp = r and r[RFP]}
       end
@@ -84,8 +113,8 @@ for task, c in pairs(fresh) do
     if l.mif > 0 then
       local active = l.oif
       for g = 1, ng do
-        local c = redis.call('HMGET', groups[g].k.cnt, task .. '|queued', task .. '|running', task .. '|sleeping')
-        for i = 1, 3 do active = active + tonumber(c[i] or '0') end
+        local c = redis.call('HMGET', groups[g].k.cnt, task .. '|queued', task .. '|running', task .. '|sleeping', task .. '|pending')
+        for i = 1, 4 do active = active + tonumber(c[i] or '0') end
       end
       if active + c > l.mif then return {'limited', task, 'max_in_flight'} end
     end
@@ -101,125 +130,107 @@ for task, c in pairs(fresh) do
     end
   end
 end
-if checkOnly then return {'ok', nows} end
 
--- pass 2: write. The client packed each record but for its run at, its
--- creation time and its ready member, which depend on the script's clock:
--- record = head .. runAt .. created .. mid .. readyMember .. TAIL.
 local out = {'ok', nows}
-local T = mpack(now)
-local nowp = pad(nows, 18) .. '|'
-local TAIL = '\0\160\0\0\160\160\160'
-local RKH = {}
-local rec, ready, sched, idx, dead, idem, cnt = {}, {}, {}, {}, {}, {}, {}
-local rateOf = {} -- per group and task: {first id, count}
-for g = 1, ng do
-  rec[g], ready[g], sched[g], idx[g], dead[g], idem[g], cnt[g], rateOf[g] = {}, {}, {}, {}, {}, {}, {}, {}
-end
-for task, _ in pairs(fresh) do
-  for g = 1, ng do
-    redis.call('ZREMRANGEBYLEX', groups[g].k.rate, '[' .. task .. '|', '(' .. task .. '|' .. los)
-  end
-end
-for i = 1, n do
-  if reuse[i] then
-    out[#out + 1] = reuse[i]
-  else
-    local b = first + (i - 1) * W
-    local g = tonumber(ARGV[b])
-    local id, task, ik, ras = ARGV[b+1], ARGV[b+2], ARGV[b+7], ARGV[b+6]
-    local a = rec[g]
-    local na = #a
-    a[na + 1] = id
-    a[na + 3] = id .. '|x'
-    a[na + 4] = ARGV[b+3]
-    if ras == '0' or tonumber(ras) <= now then
-      local m = ARGV[b+10] .. nowp .. id
-      local h = RKH[#m]
-      if not h then
-        if #m < 32 then h = string.char(160 + #m) else h = string.sub(mpack(m), 1, -#m - 1) end
-        RKH[#m] = h
+for i = 1, n do out[i + 2] = reuse[i] or '' end
+ratemembers(now, groups, ARGV, first, n, reuse, los)
+
+if mode == 'p' then
+  local k = groups[1].k
+  local items, idem, cnt = {}, {}, {}
+  for i = 1, n do
+    if not reuse[i] then
+      local b = first + (i - 1) * EW
+      for j = 0, EW - 1 do items[#items + 1] = ARGV[b + j] end
+      local id, task, ik = ARGV[b+1], ARGV[b+2], ARGV[b+7]
+      if ik ~= '' then
+        idem[#idem + 1] = ik
+        idem[#idem + 1] = id .. '|' .. batch
       end
-      a[na + 2] = ARGV[b+4] .. T .. T .. ARGV[b+5] .. h .. m .. TAIL
-      local r = ready[g]
-      r[#r + 1] = '0'
-      r[#r + 1] = m
-      groups[g].due = true
-    else
-      a[na + 2] = ARGV[b+4] .. mpack(tonumber(ras)) .. T .. ARGV[b+5] .. '\160' .. TAIL
-      local s = sched[g]
-      s[#s + 1] = ras
-      s[#s + 1] = id
+      cnt[task] = (cnt[task] or 0) + 1
     end
-    local x = idx[g]
-    local nx = #x
-    x[nx + 1] = '0'
-    x[nx + 2] = 's|queued|' .. id
-    x[nx + 3] = '0'
-    x[nx + 4] = 'k|' .. task .. '|' .. id
-    cnt[g][task] = (cnt[g][task] or 0) + 1
-    if ik ~= '' then
-      local e = idem[g]
-      e[#e + 1] = ik
-      e[#e + 1] = id
-    end
-    local dl = ARGV[b+9]
-    if dl ~= '0' then
-      local d = dead[g]
-      d[#d + 1] = fmt(now + tonumber(dl))
-      d[#d + 1] = id
-    end
-    local rt = rateOf[g][task]
-    if rt then rt[2] = rt[2] + 1 else rateOf[g][task] = {id, 1} end
-    out[#out + 1] = ''
   end
-end
-for g = 1, ng do
-  local k = groups[g].k
-  bulk('HSET', k.job, rec[g])
-  if #ready[g] > 0 then bulk('ZADD', k.ready, ready[g]) end
-  if #sched[g] > 0 then bulk('ZADD', k.sched, sched[g]) end
-  if #idx[g] > 0 then bulk('ZADD', k.idx, idx[g]) end
-  if #dead[g] > 0 then bulk('ZADD', k.dead, dead[g]) end
-  if #idem[g] > 0 then bulk('HSET', k.idem, idem[g]) end
-  for task, c in pairs(cnt[g]) do bump(k.cnt, task, 'queued', c) end
-  for task, rt in pairs(rateOf[g]) do
-    zadd(k.rate, '0', task .. '|' .. nowp .. rt[1] .. '|' .. rt[2])
+  if #items > 0 then
+    redis.call('HSET', k.pend, 'm|' .. batch, info .. '|' .. nows, 'i|' .. batch, mpack(items))
   end
-  if g > 1 then flush(k) end
+  if #idem > 0 then bulk('HSET', k.idem, idem) end
+  for task, c in pairs(cnt) do bump(k.cnt, task, 'pending', c) end
+  return out
 end
+
+writejobs(now, groups, ARGV, first, n, reuse)
+if mode == 'c' then redis.call('HSET', groups[1].k.txn, batch, 'c|' .. nows .. '|' .. info) end
 for g = 1, ng do
   if groups[g].due and groups[g].chan ~= '' then redis.call('PUBLISH', groups[g].chan, '1') end
 end
 return out
 `
 
-// luaUnenqueue removes jobs that an Enqueue on Redis Cluster wrote to one
-// queue before a later queue of the same batch refused its part. A job that
-// a worker already claimed is left alone. ARGV: now, channel, ids...
-const luaUnenqueue = `
+// luaApply stores the prepared part of a committed cross-slot batch (see
+// luaEnqueue, mode 'p'). ARGV: now, channel, batch. Returns {'ok', now}, or
+// {'gone'} when the part was already applied or aborted.
+const luaApply = `
 local k = keys(1)
-local ids = {}
-for i = 3, #ARGV do ids[#ids + 1] = ARGV[i] end
-fetch(k, ids)
-local removed = 0
-local del = {}
-for _, id in ipairs(ids) do
-  local r = J[id]
-  if r and r[RST] == 'queued' and r[RLT] == 0 then
-    local task = r[RT]
-    unschedule(k, id, r)
-    if hasdeadline(r) then zrem(k.dead, id) end
-    zrem(k.idx, 's|queued|' .. id)
-    zrem(k.idx, 'k|' .. task .. '|' .. id)
-    bump(k.cnt, task, 'queued', -1)
-    if set(r[RIK]) and redis.call('HGET', k.idem, r[RIK]) == id then redis.call('HDEL', k.idem, r[RIK]) end
-    J[id] = false
-    del[#del + 1] = id
-    del[#del + 1] = id .. '|x'
-    removed = removed + 1
+local now = now_us()
+local batch = ARGV[3]
+local v = redis.call('HMGET', k.pend, 'm|' .. batch, 'i|' .. batch)
+if not v[1] then return {'gone'} end
+local A = munpack(v[2])
+local n = #A / EW
+local groups = {{chan = ARGV[2], k = k, due = false}}
+writejobs(now, groups, A, 1, n, {})
+local cnt = {}
+for b = 1, #A, EW do cnt[A[b+2]] = (cnt[A[b+2]] or 0) + 1 end
+for task, c in pairs(cnt) do bump(k.cnt, task, 'pending', -c) end
+redis.call('HDEL', k.pend, 'm|' .. batch, 'i|' .. batch)
+if groups[1].due then wake() end
+return {'ok', fmt(now)}
+`
+
+// luaAbort drops the prepared part of an aborted cross-slot batch: its
+// items, its idempotency key reservations and its pending counts. ARGV:
+// now, channel, batch. Returns {'ok', id...} with the ids of the part's
+// jobs, or {'gone'}.
+const luaAbort = `
+local k = keys(1)
+local batch = ARGV[3]
+local v = redis.call('HMGET', k.pend, 'm|' .. batch, 'i|' .. batch)
+if not v[1] then return {'gone'} end
+local A = munpack(v[2])
+local out = {'ok'}
+local cnt, keyed, held = {}, {}, {}
+for b = 1, #A, EW do
+  local id, task, ik = A[b+1], A[b+2], A[b+7]
+  out[#out + 1] = id
+  cnt[task] = (cnt[task] or 0) + 1
+  if ik ~= '' then
+    keyed[#keyed + 1] = ik
+    held[#held + 1] = id .. '|' .. batch
   end
 end
-if #del > 0 then bulk('HDEL', k.job, del) end
-return removed
+local del = {}
+chunks(#keyed, 4000, function(i, j)
+  local cur = redis.call('HMGET', k.idem, unpack(keyed, i, j))
+  for n = i, j do
+    if cur[n - i + 1] == held[n] then del[#del + 1] = keyed[n] end
+  end
+end)
+if #del > 0 then bulk('HDEL', k.idem, del) end
+for task, c in pairs(cnt) do bump(k.cnt, task, 'pending', -c) end
+redis.call('HDEL', k.pend, 'm|' .. batch, 'i|' .. batch)
+return out
+`
+
+// luaDecide reads the decision of a cross-slot batch at its coordinator and,
+// when force is '1' and there is none, decides to abort it, so that a later
+// commit of the batch refuses. ARGV: now, channel, batch, force. Returns
+// {'c'}, {'a'} or {'none'}.
+const luaDecide = `
+local k = keys(1)
+local batch = ARGV[3]
+local d = redis.call('HGET', k.txn, batch)
+if d then return {string.sub(d, 1, 1)} end
+if ARGV[4] ~= '1' then return {'none'} end
+redis.call('HSET', k.txn, batch, 'a|' .. fmt(now_us()) .. '|')
+return {'a'}
 `

@@ -26,13 +26,13 @@ package redisq
 // flush(), which a script calls before reading such a key). The last write
 // of a member wins, as if the writes had run in order.
 const luaLib = `
-local NK = 15
+local NK = 17
 local function keys(g)
   local b = (g - 1) * NK
   return {job = KEYS[b+1], ready = KEYS[b+2], sched = KEYS[b+3], lease = KEYS[b+4],
     dead = KEYS[b+5], done = KEYS[b+6], idx = KEYS[b+7], idem = KEYS[b+8], rate = KEYS[b+9],
     run = KEYS[b+10], cp = KEYS[b+11], cpx = KEYS[b+12], conf = KEYS[b+13], rstat = KEYS[b+14],
-    cnt = KEYS[b+15]}
+    cnt = KEYS[b+15], pend = KEYS[b+16], txn = KEYS[b+17]}
 end
 
 local function now_us()
@@ -187,6 +187,115 @@ local function flush(k)
     end
   end
   Z, ZO, S = {}, {}, {}
+end
+
+-- EW is the number of values per item of an enqueue (see luaEnqueue).
+local EW = 11
+
+-- ratemembers drops the rate members older than los of the tasks of
+-- items 1..n of A (from position first on, EW values each; those in skip
+-- reuse a job and do not count) and adds one member per group and task.
+local function ratemembers(now, groups, A, first, n, skip, los)
+  local nowp = pad(fmt(now), 18) .. '|'
+  local per, seen = {}, {}
+  for g = 1, #groups do per[g] = {} end
+  for i = 1, n do
+    if not skip[i] then
+      local b = first + (i - 1) * EW
+      local g, id, task = tonumber(A[b]), A[b+1], A[b+2]
+      local rt = per[g][task]
+      if rt then rt[2] = rt[2] + 1 else per[g][task] = {id, 1} end
+      seen[task] = true
+    end
+  end
+  for task, _ in pairs(seen) do
+    for g = 1, #groups do
+      redis.call('ZREMRANGEBYLEX', groups[g].k.rate, '[' .. task .. '|', '(' .. task .. '|' .. los)
+    end
+  end
+  for g = 1, #groups do
+    for task, rt in pairs(per[g]) do
+      zadd(groups[g].k.rate, '0', task .. '|' .. nowp .. rt[1] .. '|' .. rt[2])
+    end
+  end
+end
+
+-- writejobs stores the new jobs of items 1..n of A (from position first
+-- on, EW values each, see luaEnqueue) but those in skip, which reuse a
+-- job. The client packed each record but for its run at, its creation time
+-- and its ready member, which depend on the script's clock: record = head
+-- .. runAt .. created .. mid .. readyMember .. TAIL. It sends one bulk
+-- write per key and group, and sets groups[g].due when a job of group g is
+-- claimable now.
+local function writejobs(now, groups, A, first, n, skip)
+  local ng = #groups
+  local T = mpack(now)
+  local nowp = pad(fmt(now), 18) .. '|'
+  local TAIL = '\0\160\0\0\160\160\160'
+  local RKH = {}
+  local rec, ready, sched, idx, dead, idem, cnt = {}, {}, {}, {}, {}, {}, {}
+  for g = 1, ng do
+    rec[g], ready[g], sched[g], idx[g], dead[g], idem[g], cnt[g] = {}, {}, {}, {}, {}, {}, {}
+  end
+  for i = 1, n do
+    if not skip[i] then
+      local b = first + (i - 1) * EW
+      local g = tonumber(A[b])
+      local id, task, ik, ras = A[b+1], A[b+2], A[b+7], A[b+6]
+      local a = rec[g]
+      local na = #a
+      a[na + 1] = id
+      a[na + 3] = id .. '|x'
+      a[na + 4] = A[b+3]
+      if ras == '0' or tonumber(ras) <= now then
+        local m = A[b+10] .. nowp .. id
+        local h = RKH[#m]
+        if not h then
+          if #m < 32 then h = string.char(160 + #m) else h = string.sub(mpack(m), 1, -#m - 1) end
+          RKH[#m] = h
+        end
+        a[na + 2] = A[b+4] .. T .. T .. A[b+5] .. h .. m .. TAIL
+        local r = ready[g]
+        r[#r + 1] = '0'
+        r[#r + 1] = m
+        groups[g].due = true
+      else
+        a[na + 2] = A[b+4] .. mpack(tonumber(ras)) .. T .. A[b+5] .. '\160' .. TAIL
+        local s = sched[g]
+        s[#s + 1] = ras
+        s[#s + 1] = id
+      end
+      local x = idx[g]
+      local nx = #x
+      x[nx + 1] = '0'
+      x[nx + 2] = 's|queued|' .. id
+      x[nx + 3] = '0'
+      x[nx + 4] = 'k|' .. task .. '|' .. id
+      cnt[g][task] = (cnt[g][task] or 0) + 1
+      if ik ~= '' then
+        local e = idem[g]
+        e[#e + 1] = ik
+        e[#e + 1] = id
+      end
+      local dl = A[b+9]
+      if dl ~= '0' then
+        local d = dead[g]
+        d[#d + 1] = fmt(now + tonumber(dl))
+        d[#d + 1] = id
+      end
+    end
+  end
+  for g = 1, ng do
+    local k = groups[g].k
+    if #rec[g] > 0 then bulk('HSET', k.job, rec[g]) end
+    if #ready[g] > 0 then bulk('ZADD', k.ready, ready[g]) end
+    if #sched[g] > 0 then bulk('ZADD', k.sched, sched[g]) end
+    if #idx[g] > 0 then bulk('ZADD', k.idx, idx[g]) end
+    if #dead[g] > 0 then bulk('ZADD', k.dead, dead[g]) end
+    if #idem[g] > 0 then bulk('HSET', k.idem, idem[g]) end
+    for task, c in pairs(cnt[g]) do bump(k.cnt, task, 'queued', c) end
+    if g > 1 then flush(k) end
+  end
 end
 
 -- ready members sort by priority, then due time, then id.

@@ -100,7 +100,7 @@ func TestMultiProcessExactlyOnce(t *testing.T) {
 	t.Run("cluster", func(t *testing.T) {
 		c := clusterClient(t)
 		var addrs []string
-		for _, s := range testCluster.servers {
+		for _, s := range testCluster.c.servers {
 			addrs = append(addrs, s.addr())
 		}
 		multiProcess(t, c, strings.Join(addrs, ","))

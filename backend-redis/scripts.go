@@ -26,7 +26,9 @@ func newScript(body string) *luaScript {
 // The scripts of the backend.
 var (
 	scriptEnqueue    = newScript(luaEnqueue)
-	scriptUnenqueue  = newScript(luaUnenqueue)
+	scriptApply      = newScript(luaApply)
+	scriptAbort      = newScript(luaAbort)
+	scriptDecide     = newScript(luaDecide)
 	scriptClaim      = newScript(luaClaim)
 	scriptHeartbeat  = newScript(luaHeartbeat)
 	scriptComplete   = newScript(luaComplete)
@@ -38,6 +40,10 @@ var (
 	scriptRescue     = newScript(luaRescue)
 	scriptCleanup    = newScript(luaCleanup)
 )
+
+// allScripts lists every script of the backend.
+var allScripts = []*luaScript{scriptEnqueue, scriptApply, scriptAbort, scriptDecide, scriptClaim, scriptHeartbeat,
+	scriptComplete, scriptFail, scriptSleep, scriptCheckpoint, scriptCancel, scriptRetry, scriptRescue, scriptCleanup}
 
 // noRetry marks a script call that the client must not send again by
 // itself. A call whose reply timed out may still have run on the server, and
