@@ -36,8 +36,8 @@ package redisq
 // when all pass, so what it covers is stored whole or not at all. It returns
 // {'ok', now, r1..rn} where ri is "" for a new job or the id of the job an
 // item reuses; {'conflict', i}; {'limited', task, which}; {'pending', i,
-// batch, meta} when item i's idempotency key is reserved by a prepared part
-// of another batch, not yet decided (meta is that part's "m|" value); or
+// batch, meta} when item i's idempotency key is reserved by the prepared
+// part of another batch, not yet settled (meta is that part's "m|" value); or
 // {'aborted'} when a commit came too late.
 //
 // The rate set holds one member per task and call, "<task>|<created µs, 18
@@ -83,12 +83,13 @@ for i = 1, n do
     if not s then
       local k = groups[tonumber(g)].k
       local ex = redis.call('HGET', k.idem, ik)
-      if ex then
-        local bar = string.find(ex, '|', 1, true)
-        if bar then
-          local other = string.sub(ex, bar + 1)
-          return {'pending', i, other, redis.call('HGET', k.pend, 'm|' .. other) or ''}
-        end
+      local bar = ex and string.find(ex, '|', 1, true)
+      if bar then
+        -- reserved by a prepared part; one whose part is gone is stale
+        local other = string.sub(ex, bar + 1)
+        local meta = redis.call('HGET', k.pend, 'm|' .. other)
+        if meta then return {'pending', i, other, meta} end
+      elseif ex then
         local r = get(k, ex)
         s = {id = ex, fp = r and r[RFP]}
       end
@@ -190,7 +191,8 @@ return {'ok', fmt(now)}
 // luaAbort drops the prepared part of an aborted cross-slot batch: its
 // items, its idempotency key reservations and its pending counts. ARGV:
 // now, channel, batch. Returns {'ok', id...} with the ids of the part's
-// jobs, or {'gone'}.
+// jobs that no job of the queue holds (a later attempt of the same Enqueue
+// may have stored them), or {'gone'}.
 const luaAbort = `
 local k = keys(1)
 local batch = ARGV[3]
@@ -198,10 +200,10 @@ local v = redis.call('HMGET', k.pend, 'm|' .. batch, 'i|' .. batch)
 if not v[1] then return {'gone'} end
 local A = munpack(v[2])
 local out = {'ok'}
-local cnt, keyed, held = {}, {}, {}
+local cnt, keyed, held, ids = {}, {}, {}, {}
 for b = 1, #A, EW do
   local id, task, ik = A[b+1], A[b+2], A[b+7]
-  out[#out + 1] = id
+  ids[#ids + 1] = id
   cnt[task] = (cnt[task] or 0) + 1
   if ik ~= '' then
     keyed[#keyed + 1] = ik
@@ -218,6 +220,11 @@ end)
 if #del > 0 then bulk('HDEL', k.idem, del) end
 for task, c in pairs(cnt) do bump(k.cnt, task, 'pending', -c) end
 redis.call('HDEL', k.pend, 'm|' .. batch, 'i|' .. batch)
+-- a later attempt of the same Enqueue may have stored these ids
+fetch(k, ids)
+for _, id in ipairs(ids) do
+  if not J[id] then out[#out + 1] = id end
+end
 return out
 `
 
