@@ -21,7 +21,8 @@ type Backend struct {
 	ks      keyspace
 	sharded bool // keys of different queues may live on different nodes
 
-	closed atomic.Bool
+	closed    atomic.Bool
+	functions atomic.Bool // run the scripts with FCALL (see eval)
 
 	qmu    sync.Mutex
 	qcache map[string]string // job id -> queue, for jobs seen by this process
@@ -53,6 +54,7 @@ func New(client redis.UniversalClient, opts Options) (*Backend, error) {
 		sharded: !single,
 		qcache:  map[string]string{},
 	}
+	b.functions.Store(opts.Scripts == ScriptsAuto)
 	b.hub = newHub(b)
 	return b, nil
 }

@@ -89,11 +89,15 @@ func (h *scriptHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 	}
 }
 
-// loadScripts loads every script of the backend on every master, so that
-// no call meets NOSCRIPT and sends its script again.
+// loadScripts loads the library and every script of the backend on every
+// master, so that no call meets a missing function or script and sends a
+// second command.
 func loadScripts(t *testing.T, c *redis.ClusterClient) {
 	t.Helper()
 	err := c.ForEachMaster(context.Background(), func(ctx context.Context, n *redis.Client) error {
+		if err := n.FunctionLoadReplace(ctx, library).Err(); err != nil {
+			return err
+		}
 		for _, s := range allScripts {
 			if err := n.ScriptLoad(ctx, s.src).Err(); err != nil {
 				return err

@@ -169,5 +169,5 @@ func stopCluster() {
 }
 
 func TestConformanceCluster(t *testing.T) {
-	conformance.Run(t, harness("redis-cluster", 0, func(t testing.TB) redis.UniversalClient { return clusterClient(t) }))
+	conformance.Run(t, harness("redis-cluster", Options{}, func(t testing.TB) redis.UniversalClient { return clusterClient(t) }))
 }

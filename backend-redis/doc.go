@@ -9,10 +9,14 @@
 //
 // Every transition of a job — enqueue (with idempotency keys and task
 // limits), claim, heartbeat, complete, fail, sleep, checkpoint, cancel,
-// retry, rescue and cleanup — is one Lua script, so Redis runs it to the
-// end before any other command. The scripts are loaded with EVALSHA and sent
-// with EVAL only when the server does not know them yet (after a restart,
-// for example). A script reads the time once, checks everything it needs
+// retry, rescue and cleanup — is one Lua function, so Redis runs it to the
+// end before any other command. The functions form one Redis Functions
+// library (Redis 7.0 or later), named after a hash of its code and loaded
+// by the first FCALL that finds it missing on a node; on a server without
+// Functions, or one that refuses FUNCTION or FCALL, the same code runs as
+// scripts with EVALSHA (EVAL when the server does not know a script yet),
+// which Options.Scripts can also ask for. A script reads the time once,
+// checks everything it needs
 // and only then writes; it never leaves half a transition behind. Redis
 // writes a script's effects to the AOF and to replicas as one MULTI/EXEC
 // block.

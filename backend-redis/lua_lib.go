@@ -1,6 +1,8 @@
 package redisq
 
-// luaLib is prepended to every script. It names the keys of one queue group
+// luaLib is the library of helpers every script uses: loaded once as the
+// top of the Functions library, or prepended (the helpers a script uses)
+// to the script for EVAL. It names the keys of one queue group
 // (see queueKeys for the order), reads the clock and holds the helpers that
 // keep the job records, the indexes, the run records and the statistics in
 // step.
@@ -41,7 +43,10 @@ local function now_us()
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
-local sformat = string.format
+-- Standard functions the helpers call often, bound by begin: a Functions
+-- library may read no global while it loads.
+local sformat, mpack, munpack
+
 -- fmt formats an integer; a batch formats the same few times (now, a
 -- lease expiry) many times, so the last result is kept.
 local fmtn, fmts = nil, nil
@@ -56,8 +61,6 @@ local function pad(s, w)
 end
 
 local function set(v) return v and v ~= '' end
-
-local mpack, munpack = cmsgpack.pack, cmsgpack.unpack
 
 -- positions in a job record: task, state, priority, attempt, max attempts,
 -- run at, created, first started (0: never), finished (0: not), max delay
@@ -415,11 +418,12 @@ local function jobout(k, id)
   local r = get(k, id)
   return {id, packed(r), redis.call('HGET', k.job, id .. '|x') or ''}
 end
-`
 
-// script wraps a script body: the body runs as a function, so that every
-// return path flushes the collected writes of the queue (group 1; the
-// enqueue script flushes its other groups itself).
-func script(body string) string {
-	return luaLib + "local function main()\n" + body + "\nend\nlocal r = main()\nflush(keys(1))\nreturn r\n"
-}
+-- begin starts a call: it binds the standard functions and empties what
+-- the last call collected (a library's state outlives its calls).
+local function begin()
+  sformat, mpack, munpack = string.format, cmsgpack.pack, cmsgpack.unpack
+  J, JW, JWS, P = {}, {}, {}, {}
+  Z, ZO, S = {}, {}, {}
+end
+`

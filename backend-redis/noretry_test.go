@@ -59,7 +59,8 @@ func (p *slowProxy) serve() {
 			for {
 				n, err := c.Read(buf)
 				if n > 0 {
-					if k := bytes.Count(bytes.ToLower(buf[:n]), []byte("evalsha")); k > 0 {
+					low := bytes.ToLower(buf[:n])
+					if k := bytes.Count(low, []byte("evalsha")) + bytes.Count(low, []byte("fcall")); k > 0 {
 						p.evalshas.Add(int64(k))
 						armed.Store(true)
 					}
@@ -105,7 +106,7 @@ func TestScriptCallsAreNotResent(t *testing.T) {
 	setup := newBackend(t, direct, Options{Clock: clock})
 	setup.mustEnqueue(t, core.EnqueueRequest{Queue: "q", Task: "t"})
 	setup.mustEnqueue(t, core.EnqueueRequest{Queue: "q", Task: "t"})
-	// Load the scripts so that the slow path below is a single EVALSHA.
+	// Load the library so that the slow path below is a single FCALL.
 	if _, err := setup.Claim(ctx, core.ClaimRequest{Queue: "none", WorkerID: "w", Limit: 1, LeaseTTL: time.Minute}); err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,8 @@ const DefaultPrefix = "boson"
 const DefaultPollInterval = time.Second
 
 // Options configure a Backend. The zero value is useful: prefix "boson",
-// the Redis server's clock, the default limits and slog's default logger.
+// the Redis server's clock, the default limits, slog's default logger and
+// Redis Functions where the server has them.
 type Options struct {
 	// Prefix starts every key, so that several applications can share one
 	// Redis. It follows the rules of core.ValidateName. Default "boson".
@@ -29,6 +30,10 @@ type Options struct {
 	Limits core.Limits
 	// Logger receives the backend's few log lines. Default slog.Default().
 	Logger *slog.Logger
+	// Scripts chooses how the backend runs its code on the server. The zero
+	// value, ScriptsAuto, uses Redis Functions and falls back to EVALSHA
+	// scripts on a server without them.
+	Scripts ScriptMode
 	// PollInterval is how often a subscription from Subscribe signals even
 	// without a notification, which makes up for notifications lost while
 	// the pub/sub connection was down. Zero means DefaultPollInterval; a
@@ -36,12 +41,31 @@ type Options struct {
 	PollInterval time.Duration
 }
 
+// ScriptMode says how a Backend runs its Lua code on the Redis server.
+type ScriptMode int
+
+const (
+	// ScriptsAuto loads the code once per server as a Functions library
+	// (Redis 7.0 or later) and calls it with FCALL. On a server without
+	// Functions, or one that refuses FUNCTION or FCALL (a renamed command,
+	// an ACL), the backend turns to ScriptsEval by itself.
+	ScriptsAuto ScriptMode = iota
+	// ScriptsEval sends every call as a script with EVALSHA, and with EVAL
+	// when the server does not have the script yet. Each script then runs
+	// the helpers it uses on every call; a Functions library defines them
+	// once, when it loads.
+	ScriptsEval
+)
+
 func (o Options) withDefaults() (Options, error) {
 	if o.Prefix == "" {
 		o.Prefix = DefaultPrefix
 	}
 	if err := core.ValidateName("prefix", o.Prefix); err != nil {
 		return o, err
+	}
+	if o.Scripts != ScriptsAuto && o.Scripts != ScriptsEval {
+		return o, invalidf("redisq: unknown script mode %d", o.Scripts)
 	}
 	if err := o.Limits.Validate(); err != nil {
 		return o, err

@@ -10,40 +10,94 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// luaScript is one script and its SHA-1, the name EVALSHA knows it by.
+// luaScript is one piece of the backend's server-side code: a function of
+// the Functions library (its name for FCALL) and, for servers without
+// Functions, a standalone script (its source, and its SHA-1 for EVALSHA).
 type luaScript struct {
-	src  string
+	name string // function name in the library
+	body string
+	src  string // the script for EVAL: the helpers the body uses, then the body
 	hash string
 }
 
-func newScript(body string) *luaScript {
-	src := script(body)
-	src = luaLibFor(src[len(luaLib):]) + src[len(luaLib):]
+// scriptHead and scriptTail wrap a body into a script for EVAL. The body
+// reads KEYS and ARGV through the library's upvalues and runs as a function,
+// so that every return path flushes the collected writes of the queue
+// (group 1; the enqueue script flushes its other groups itself).
+const (
+	scriptHead = "local KEYS, ARGV = KEYS, ARGV\n"
+	scriptTail = "\nend\nbegin()\nlocal r = main()\nflush(keys(1))\nreturn r\n"
+)
+
+func newScript(name, body string) *luaScript {
+	main := "local function main()\n" + body + scriptTail
+	src := scriptHead + luaLibFor(main) + main
 	sum := sha1.Sum([]byte(src))
-	return &luaScript{src: src, hash: hex.EncodeToString(sum[:])}
+	return &luaScript{name: name, body: body, src: src, hash: hex.EncodeToString(sum[:])}
 }
 
 // The scripts of the backend.
 var (
-	scriptEnqueue    = newScript(luaEnqueue)
-	scriptApply      = newScript(luaApply)
-	scriptAbort      = newScript(luaAbort)
-	scriptDecide     = newScript(luaDecide)
-	scriptClaim      = newScript(luaClaim)
-	scriptHeartbeat  = newScript(luaHeartbeat)
-	scriptComplete   = newScript(luaComplete)
-	scriptFail       = newScript(luaFail)
-	scriptSleep      = newScript(luaSleep)
-	scriptCheckpoint = newScript(luaCheckpoint)
-	scriptCancel     = newScript(luaCancel)
-	scriptRetry      = newScript(luaRetry)
-	scriptRescue     = newScript(luaRescue)
-	scriptCleanup    = newScript(luaCleanup)
+	scriptEnqueue    = newScript("enqueue", luaEnqueue)
+	scriptApply      = newScript("apply", luaApply)
+	scriptAbort      = newScript("abort", luaAbort)
+	scriptDecide     = newScript("decide", luaDecide)
+	scriptClaim      = newScript("claim", luaClaim)
+	scriptHeartbeat  = newScript("heartbeat", luaHeartbeat)
+	scriptComplete   = newScript("complete", luaComplete)
+	scriptFail       = newScript("fail", luaFail)
+	scriptSleep      = newScript("sleep", luaSleep)
+	scriptCheckpoint = newScript("checkpoint", luaCheckpoint)
+	scriptCancel     = newScript("cancel", luaCancel)
+	scriptRetry      = newScript("retry", luaRetry)
+	scriptRescue     = newScript("rescue", luaRescue)
+	scriptCleanup    = newScript("cleanup", luaCleanup)
 )
 
 // allScripts lists every script of the backend.
 var allScripts = []*luaScript{scriptEnqueue, scriptApply, scriptAbort, scriptDecide, scriptClaim, scriptHeartbeat,
 	scriptComplete, scriptFail, scriptSleep, scriptCheckpoint, scriptCancel, scriptRetry, scriptRescue, scriptCleanup}
+
+// library is the Functions library of every script, named after a hash of
+// its code: "boson_<hash>", each function "boson_<hash>_<script>". A
+// server holds the library of every version that used it, and versions
+// never call each other's functions.
+var library = buildLibrary()
+
+// libraryName is the name of library.
+var libraryName string
+
+// buildLibrary makes the library and sets each script's function name. The
+// library runs its top level once, when it is loaded; every call then
+// starts in entry, which hands the call's keys and arguments to the
+// helpers and empties the call's state.
+func buildLibrary() string {
+	h := sha1.New()
+	h.Write([]byte(luaLib))
+	for _, s := range allScripts {
+		h.Write([]byte(s.name + "\n" + s.body))
+	}
+	libraryName = "boson_" + hex.EncodeToString(h.Sum(nil))[:16]
+	var sb strings.Builder
+	sb.WriteString("#!lua name=" + libraryName + "\nlocal KEYS, ARGV\n")
+	sb.WriteString(luaLib)
+	sb.WriteString(`
+local function entry(main)
+  return function(k, a)
+    KEYS, ARGV = k, a
+    begin()
+    local r = main()
+    flush(keys(1))
+    return r
+  end
+end
+`)
+	for _, s := range allScripts {
+		s.name = libraryName + "_" + s.name
+		sb.WriteString("redis.register_function('" + s.name + "', entry(function()\n" + s.body + "\nend))\n")
+	}
+	return sb.String()
+}
 
 // noRetry marks a script call that the client must not send again by
 // itself. A call whose reply timed out may still have run on the server, and
@@ -55,15 +109,66 @@ type noRetry struct{ *redis.Cmd }
 // NoRetry tells go-redis not to retry the command.
 func (noRetry) NoRetry() bool { return true }
 
-// eval runs s with EVALSHA, and with EVAL when the server does not know the
-// script yet (after a restart, a failover or SCRIPT FLUSH). A NOSCRIPT reply
-// means the script did not run, so sending it again is safe.
+// eval runs s: with FCALL while the backend uses the Functions library
+// (loading it first on a node that does not have it yet, after a restart, a
+// failover or FUNCTION FLUSH), else with EVALSHA, and with EVAL when the
+// server does not know the script yet. A "function not found" or NOSCRIPT
+// reply means that nothing ran, so sending the call again is safe. A server
+// that has no Functions (before Redis 7.0) or refuses FUNCTION or FCALL
+// (renamed, or denied by an ACL) turns the backend to EVALSHA for good.
 func (b *Backend) eval(ctx context.Context, s *luaScript, keys []string, args ...any) (any, error) {
+	if b.functions.Load() {
+		res, err := b.call(ctx, "fcall", s.name, keys, args)
+		if err != nil && redis.HasErrorPrefix(err, "Function not found") {
+			if err = b.loadLibrary(ctx, keys[0]); err == nil {
+				res, err = b.call(ctx, "fcall", s.name, keys, args)
+			}
+		}
+		if err == nil || !refusesFunctions(err) {
+			return res, err
+		}
+		if b.functions.Swap(false) {
+			b.opts.Logger.Warn("redisq: the server refuses Redis Functions; running scripts with EVALSHA", "err", err)
+		}
+	}
 	res, err := b.call(ctx, "evalsha", s.hash, keys, args)
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		res, err = b.call(ctx, "eval", s.src, keys, args)
 	}
 	return res, err
+}
+
+// refusesFunctions reports whether err says that the server does not offer
+// FCALL or FUNCTION to this client, as opposed to an error of the call.
+func refusesFunctions(err error) bool {
+	msg := strings.ToLower(err.Error())
+	if !strings.Contains(msg, "fcall") && !strings.Contains(msg, "function") {
+		return false
+	}
+	return strings.Contains(msg, "unknown command") || strings.Contains(msg, "unknown subcommand") || strings.HasPrefix(msg, "noperm")
+}
+
+// loadLibrary loads the library on the node that serves key (on every
+// shard of a Ring).
+func (b *Backend) loadLibrary(ctx context.Context, key string) error {
+	load := func(ctx context.Context, c redis.Cmdable) error {
+		err := c.FunctionLoad(ctx, library).Err()
+		if err != nil && strings.Contains(err.Error(), "already exists") {
+			return nil // loaded meanwhile by another call
+		}
+		return err
+	}
+	switch c := b.rdb.(type) {
+	case *redis.ClusterClient:
+		node, err := c.MasterForKey(ctx, key)
+		if err != nil {
+			return err
+		}
+		return load(ctx, node)
+	case *redis.Ring:
+		return c.ForEachShard(ctx, func(ctx context.Context, shard *redis.Client) error { return load(ctx, shard) })
+	}
+	return load(ctx, b.rdb)
 }
 
 func (b *Backend) call(ctx context.Context, name, script string, keys []string, args []any) (any, error) {
@@ -88,7 +193,7 @@ type libBlock struct {
 
 var (
 	luaIdent  = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]*`)
-	luaLocal  = regexp.MustCompile(`^local\s+function\s+([A-Za-z_][A-Za-z0-9_]*)|^local\s+([A-Za-z_][A-Za-z0-9_, ]*)=`)
+	luaLocal  = regexp.MustCompile(`^local\s+function\s+([A-Za-z_][A-Za-z0-9_]*)|^local\s+([A-Za-z_][A-Za-z0-9_, ]*?)\s*(?:=|$)`)
 	libBlocks = splitLib(luaLib)
 )
 
