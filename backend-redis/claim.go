@@ -20,13 +20,13 @@ func (b *Backend) Claim(ctx context.Context, req core.ClaimRequest) ([]core.Job,
 	if err != nil {
 		return nil, wrap("claim", err)
 	}
-	_, rest, err := reply(res, map[string]int{"ok": 1})
+	_, rest, err := reply(res, map[string]int{"ok": 2})
 	if err != nil {
 		return nil, err
 	}
-	jobs := make([]core.Job, 0, len(rest)-1)
-	for _, v := range rest[1:] {
-		j, err := decodeScriptJob(req.Queue, v)
+	jobs := make([]core.Job, 0, len(rest)-2)
+	for _, v := range rest[2:] {
+		j, err := decodeScriptJob(req.Queue, v, rest[1])
 		if err != nil {
 			return nil, err
 		}

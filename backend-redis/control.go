@@ -40,7 +40,7 @@ func (b *Backend) jobScript(ctx context.Context, op string, s *luaScript, id str
 	}
 	switch status {
 	case "ok":
-		return decodeScriptJob(q, rest[0])
+		return decodeScriptJob(q, rest[0], nil) // no longer running
 	case "notfound":
 		return core.Job{}, notFound(op, id)
 	case "state":

@@ -12,34 +12,146 @@ import (
 	"github.com/boson-go/boson/core"
 )
 
-// Positions in a job record (R* in luaLib), counted from 0.
-const (
-	rTask = iota
-	rState
-	rPriority
-	rAttempt
-	rMaxAttempts
-	rRunAt
-	rCreatedAt
-	rFirstStarted
-	rFinishedAt
-	rMaxDelay
-	rMaxDuration
-	rIdemKey
-	rFingerprint
-	rLeaseWorker
-	rLeaseToken
-	rLeaseExpires
-	rReadyMember
-	rRunCount
-	rRunStatus
-	rRunStarted
-	rRunFinished
-	rRunError
-	rLastError
-	rResult
-	recordLen
+// record is a job's record as the scripts store it (RF in luaLib): a
+// fixed layout of big-endian doubles, codes and length-prefixed strings.
+type record struct {
+	runAt, created, deadline int64
+	state                    core.JobState
+	priority                 int
+	attempt, maxAttempts     int64
+	firstStarted, finished   int64
+	maxDuration              int64 // µs
+	token                    int64
+	runCount                 int64
+	runStatus                core.RunStatus
+	runStarted, runFinished  int64
+	task, worker, runError   string
+	lastError, idemKey       string
+	readyMember              string
+}
+
+// stateCodes and runCodes are the codes of the record's states and run
+// statuses (SN and RSN in luaLib), from 1.
+var (
+	stateCodes = []core.JobState{core.StateQueued, core.StateRunning, core.StateSleeping, core.StateSucceeded, core.StateFailed, core.StateCancelled}
+	runCodes   = []core.RunStatus{core.RunRunning, core.RunSucceeded, core.RunFailed, core.RunSleeping, core.RunCancelled, core.RunLost}
 )
+
+// recordReader reads the values of a record in order; err is set, and
+// every later read gives zero values, once the record ends too soon.
+type recordReader struct {
+	b   []byte
+	err bool
+}
+
+func (r *recordReader) take(n int) []byte {
+	if r.err || len(r.b) < n {
+		r.err = true
+		return nil
+	}
+	v := r.b[:n]
+	r.b = r.b[n:]
+	return v
+}
+
+// num reads a double that holds an integer.
+func (r *recordReader) num() int64 {
+	v := r.take(8)
+	if v == nil {
+		return 0
+	}
+	return int64(math.Float64frombits(binary.BigEndian.Uint64(v)))
+}
+
+func (r *recordReader) code() int {
+	v := r.take(1)
+	if v == nil {
+		return 0
+	}
+	return int(v[0])
+}
+
+func (r *recordReader) str() string {
+	v := r.take(4)
+	if v == nil {
+		return ""
+	}
+	return string(r.take(int(binary.BigEndian.Uint32(v))))
+}
+
+// parseRecord decodes a job's record.
+func parseRecord(id string, rec any) (record, error) {
+	s, ok := str(rec)
+	if !ok {
+		return record{}, fmt.Errorf("redisq: job %s: record %T", id, rec)
+	}
+	r := recordReader{b: []byte(s)}
+	var v record
+	v.runAt, v.created, v.deadline = r.num(), r.num(), r.num()
+	st := r.code()
+	if p := r.take(2); p != nil {
+		v.priority = int(int16(binary.BigEndian.Uint16(p)))
+	}
+	v.attempt, v.maxAttempts = r.num(), r.num()
+	v.firstStarted, v.finished = r.num(), r.num()
+	v.maxDuration = r.num()
+	v.token = r.num()
+	v.runCount = r.num()
+	rs := r.code()
+	v.runStarted, v.runFinished = r.num(), r.num()
+	v.task, v.worker, v.runError = r.str(), r.str(), r.str()
+	v.lastError, v.idemKey, v.readyMember = r.str(), r.str(), r.str()
+	if r.err || len(r.b) != 0 || st < 1 || st > len(stateCodes) || rs > len(runCodes) {
+		return record{}, fmt.Errorf("redisq: job %s: record of %d bytes does not fit its layout: %w", id, len(s), errRecord)
+	}
+	v.state = stateCodes[st-1]
+	if rs > 0 {
+		v.runStatus = runCodes[rs-1]
+	}
+	return v, nil
+}
+
+var errRecord = errors.New("redisq: malformed job record")
+
+// appendNum appends n as a big-endian double (exact below 2^53).
+func appendNum(b []byte, n int64) []byte {
+	return binary.BigEndian.AppendUint64(b, math.Float64bits(float64(n)))
+}
+
+// appendStr appends s after its length (4 bytes, big-endian).
+func appendStr(b []byte, s string) []byte {
+	return append(binary.BigEndian.AppendUint32(b, uint32(len(s))), s...)
+}
+
+// packRecord packs a new job's record from its state to its idempotency
+// key: the enqueue script puts its run at, creation time and deadline
+// before it (24 bytes) and its ready member after it, since they depend on
+// the script's clock.
+func packRecord(j core.Job) string {
+	b := make([]byte, 0, 128+len(j.Task)+len(j.IdempotencyKey))
+	b = append(b, 1) // queued
+	b = binary.BigEndian.AppendUint16(b, uint16(int16(j.Priority)))
+	b = appendNum(b, 0) // attempt
+	b = appendNum(b, int64(j.MaxAttempts))
+	b = appendNum(b, 0) // first started
+	b = appendNum(b, 0) // finished
+	var mu int64
+	if j.Cancel.MaxDuration > 0 {
+		mu = durMicros(j.Cancel.MaxDuration)
+	}
+	b = appendNum(b, mu)
+	b = appendNum(b, 0) // token
+	b = appendNum(b, 0) // run count
+	b = append(b, 0)    // no run
+	b = appendNum(b, 0) // run start
+	b = appendNum(b, 0) // run finish
+	b = appendStr(b, j.Task)
+	b = appendStr(b, "") // worker
+	b = appendStr(b, "") // run error
+	b = appendStr(b, "") // last error
+	b = appendStr(b, j.IdempotencyKey)
+	return string(b)
+}
 
 // Positions in a job's cold field ("<id>|x"), which the client packs at
 // enqueue and no script reads.
@@ -48,11 +160,16 @@ const (
 	cHeaders
 	cRetry
 	cActor
+	cMaxDelay
+	cMaxDuration
+	cFingerprint
 	coldLen
 )
 
-// coldField is the job hash field of a job's cold attributes.
-func coldField(id string) string { return id + "|x" }
+// coldField is the job hash field of a job's cold attributes, resultField
+// that of its result.
+func coldField(id string) string   { return id + "|x" }
+func resultField(id string) string { return id + "|r" }
 
 var errMsgpack = errors.New("redisq: malformed msgpack record")
 
@@ -204,12 +321,15 @@ func appendPackedInt(b []byte, n int64) []byte {
 }
 
 // packCold packs a job's cold attributes in the order of the c* positions.
-func packCold(payload []byte, headers, retry, actor string) string {
-	b := make([]byte, 0, len(payload)+len(headers)+len(retry)+len(actor)+20)
-	b = appendPackedString(b, string(payload))
+func packCold(j core.Job, headers, retry string) string {
+	b := make([]byte, 0, len(j.Payload)+len(headers)+len(retry)+len(j.Actor)+len(j.Fingerprint)+40)
+	b = appendPackedString(b, string(j.Payload))
 	b = appendPackedString(b, headers)
 	b = appendPackedString(b, retry)
-	b = appendPackedString(b, actor)
+	b = appendPackedString(b, j.Actor)
+	b = appendPackedInt(b, int64(j.Cancel.MaxDelay))
+	b = appendPackedInt(b, int64(j.Cancel.MaxDuration))
+	b = appendPackedString(b, j.Fingerprint)
 	return string(b)
 }
 
@@ -270,26 +390,14 @@ func toBytes(v any) []byte {
 
 func micros(t time.Time) string { return strconv.FormatInt(t.UnixMicro(), 10) }
 
-// unpackRecord decodes a job record.
-func unpackRecord(id string, rec any) ([]any, error) {
-	s, ok := str(rec)
-	if !ok {
-		return nil, fmt.Errorf("redisq: job %s: record %T", id, rec)
-	}
-	v, err := unpackValues([]byte(s), recordLen)
-	if err != nil || len(v) != recordLen {
-		return nil, fmt.Errorf("redisq: job %s: record of %d values, want %d: %w", id, len(v), recordLen, errMsgpack)
-	}
-	return v, nil
-}
-
-// decodeJob builds a job from its id, queue, record and cold field. It
+// decodeJob builds a job from its id, queue, record, cold field, result
+// and lease expiry (its score in the lease set, nil unless it runs). It
 // returns ok=false when the job does not exist (rec is nil).
-func decodeJob(id, queue string, rec, cold any) (core.Job, bool, error) {
+func decodeJob(id, queue string, rec, cold, result, expires any) (core.Job, bool, error) {
 	if rec == nil {
 		return core.Job{}, false, nil
 	}
-	v, err := unpackRecord(id, rec)
+	v, err := parseRecord(id, rec)
 	if err != nil {
 		return core.Job{}, false, err
 	}
@@ -298,28 +406,27 @@ func decodeJob(id, queue string, rec, cold any) (core.Job, bool, error) {
 	if err != nil || len(c) != coldLen {
 		return core.Job{}, false, fmt.Errorf("redisq: job %s: cold attributes of %d values, want %d: %w", id, len(c), coldLen, errMsgpack)
 	}
-	st, _ := str(v[rState])
 	j := core.Job{
 		ID:             id,
 		Queue:          queue,
-		State:          core.JobState(st),
+		Task:           v.task,
+		State:          v.state,
 		Payload:        toBytes(c[cPayload]),
-		Priority:       int(toInt(v[rPriority])),
-		Attempt:        int(toInt(v[rAttempt])),
-		MaxAttempts:    int(toInt(v[rMaxAttempts])),
-		RunAt:          recTime(v[rRunAt]),
-		CreatedAt:      recTime(v[rCreatedAt]),
-		FirstStartedAt: recTime(v[rFirstStarted]),
-		FinishedAt:     recTime(v[rFinishedAt]),
-		Result:         toBytes(v[rResult]),
+		Priority:       v.priority,
+		Attempt:        int(v.attempt),
+		MaxAttempts:    int(v.maxAttempts),
+		RunAt:          microTime(v.runAt),
+		CreatedAt:      microTime(v.created),
+		FirstStartedAt: microTime(v.firstStarted),
+		FinishedAt:     microTime(v.finished),
+		IdempotencyKey: v.idemKey,
+		LastError:      v.lastError,
+		Result:         toBytes(result),
 	}
-	j.Task, _ = str(v[rTask])
-	j.IdempotencyKey, _ = str(v[rIdemKey])
-	j.Fingerprint, _ = str(v[rFingerprint])
+	j.Fingerprint, _ = str(c[cFingerprint])
 	j.Actor, _ = str(c[cActor])
-	j.LastError, _ = str(v[rLastError])
-	j.Cancel.MaxDelay = time.Duration(toInt(v[rMaxDelay]))
-	j.Cancel.MaxDuration = time.Duration(toInt(v[rMaxDuration]))
+	j.Cancel.MaxDelay = time.Duration(toInt(c[cMaxDelay]))
+	j.Cancel.MaxDuration = time.Duration(toInt(c[cMaxDuration]))
 	if h, _ := str(c[cHeaders]); h != "" {
 		if err := json.Unmarshal([]byte(h), &j.Headers); err != nil {
 			return core.Job{}, false, fmt.Errorf("redisq: job %s: headers: %w", id, err)
@@ -330,22 +437,42 @@ func decodeJob(id, queue string, rec, cold any) (core.Job, bool, error) {
 			return core.Job{}, false, fmt.Errorf("redisq: job %s: retry policy: %w", id, err)
 		}
 	}
-	if tok := toInt(v[rLeaseToken]); tok > 0 {
-		j.Lease = core.Lease{JobID: id, Token: tok, ExpiresAt: recTime(v[rLeaseExpires])}
-		j.Lease.WorkerID, _ = str(v[rLeaseWorker])
+	if v.token > 0 {
+		j.Lease = core.Lease{JobID: id, Token: v.token, WorkerID: v.worker}
+		if v.state == core.StateRunning {
+			j.Lease.ExpiresAt = microTime(toInt(expires))
+		}
 	}
 	return j, true, nil
+}
+
+// microTime is a record's time: 0 means unset.
+func microTime(us int64) time.Time {
+	if us == 0 {
+		return time.Time{}
+	}
+	return time.UnixMicro(us).UTC()
 }
 
 // lastRun returns the run a job record holds (its latest), if any. The
 // record does not hold the run's id (a spilled run record does): it is
 // core.RunID of the job and its token, which the claim script makes the
 // same way.
-func lastRun(id string, v []any) (core.Run, bool) {
-	if toInt(v[rRunCount]) == 0 {
+func lastRun(id string, v record) (core.Run, bool) {
+	if v.runCount == 0 {
 		return core.Run{}, false
 	}
-	return makeRun(id, core.RunID(id, toInt(v[rLeaseToken])), v[rAttempt], v[rLeaseWorker], v[rLeaseToken], v[rRunStatus], v[rRunStarted], v[rRunFinished], v[rRunError]), true
+	return core.Run{
+		ID:         core.RunID(id, v.token),
+		JobID:      id,
+		Attempt:    int(v.attempt),
+		WorkerID:   v.worker,
+		Token:      v.token,
+		Status:     v.runStatus,
+		StartedAt:  microTime(v.runStarted),
+		FinishedAt: microTime(v.runFinished),
+		Error:      v.runError,
+	}, true
 }
 
 // spilledRun decodes an earlier run from the run hash: id, attempt, worker,
@@ -375,14 +502,19 @@ func makeRun(jobID string, id, attempt, worker, tok, status, started, finished, 
 	return r
 }
 
-// decodeScriptJob decodes a job a script returned as {id, record, cold}.
-func decodeScriptJob(queue string, v any) (core.Job, error) {
+// decodeScriptJob decodes a job a script returned as {id, record, cold}
+// or {id, record, cold, result}; expires is its lease expiry when it runs.
+func decodeScriptJob(queue string, v, expires any) (core.Job, error) {
 	arr, ok := v.([]any)
-	if !ok || len(arr) != 3 {
+	if !ok || len(arr) < 3 || len(arr) > 4 {
 		return core.Job{}, fmt.Errorf("redisq: unexpected job reply %T", v)
 	}
 	id, _ := str(arr[0])
-	j, found, err := decodeJob(id, queue, arr[1], arr[2])
+	var result any
+	if len(arr) == 4 {
+		result = arr[3]
+	}
+	j, found, err := decodeJob(id, queue, arr[1], arr[2], result, expires)
 	if err != nil {
 		return core.Job{}, err
 	}

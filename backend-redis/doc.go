@@ -39,14 +39,14 @@
 // All keys of one queue share the hash tag {prefix:queue}, so every script,
 // which works on one queue, stays within one Cluster slot:
 //
-//	{p:q}:job    hash      "<id>" -> record, "<id>|x" -> cold attributes, for every job of the queue
+//	{p:q}:job    hash      "<id>" -> record, "<id>|x" -> cold attributes, "<id>|r" -> result
 //	{p:q}:ready  zset lex  "<priority+1000, 4 digits>|<due µs, 18 digits>|<id>": due now
 //	{p:q}:sched  zset      id by due time: scheduled, retrying or sleeping, not yet due
-//	{p:q}:lease  zset      id of a running job by lease expiry (exactly the running jobs)
+//	{p:q}:lease  zset      id of a running job by lease expiry (exactly the running jobs; the expiry lives only here)
 //	{p:q}:dead   zset      id of an unfinished job by its cancellation deadline
 //	{p:q}:done   zset      id of a terminal job by finish time
 //	{p:q}:idx    zset lex  "s|<state>|<id>" for every state but running, "k|<task>|<id>"
-//	{p:q}:idem   hash      idempotency key -> id
+//	{p:q}:idem   hash      idempotency key -> "<id>:<fingerprint>"
 //	{p:q}:rate   zset lex  "<task>|<created µs>|<first id>|<count>": one per enqueue call and task
 //	{p:q}:run    hash      "<id>|<n>" -> run record, for every run but a job's latest
 //	{p:q}:cp     hash      "<id>|<step>|v" value, "<id>|<step>|c" time
@@ -57,22 +57,24 @@
 //	{p:q}:pend   hash      "m|<batch>" -> "<coordinator queue>|<prepared µs>", "i|<batch>" -> items
 //	{p:q}:txn    hash      "<batch>" -> "<c|a>|<decided µs>|<participant queues>"
 //
-// A job's record is a sequence of msgpack values (cmsgpack in the scripts, decode.go in
-// Go) of everything transitions read or change: task, state, priority,
-// attempts, times, cancellation policy, idempotency key, fingerprint, lease,
-// ready member, run count, its latest run, last error and result. A run's
-// id is "<job id>.<token>", so the record does not hold it and the claim
-// script makes it. Its cold attributes (payload, headers, retry policy,
-// actor) are packed by the client at enqueue and never rewritten. The
-// client packs a new job's record too, all but its run at, creation time
-// and ready member, which depend on the script's clock: the enqueue script
-// splices those in and never builds a record table. A script reads all records of a
-// batch with one HMGET, writes them back with one HSET and sends its index
+// A job's record holds what transitions read or change, in a fixed binary
+// layout (struct.pack in the scripts, parseRecord in Go): times, state and
+// run status as codes, priority, attempts, token, the cancellation deadline
+// of the current phase, its latest run, task, worker, errors, idempotency
+// key and ready member. A running job's lease expiry is its score in the
+// lease set only, so a heartbeat writes no record; a result is the field
+// "<id>|r"; the cold attributes (payload, headers, retry policy, actor,
+// cancellation policy, fingerprint) are packed by the client at enqueue
+// into "<id>|x" and never rewritten; the idempotency hash maps a key to
+// "<id>:<fingerprint>". A run's id is "<job id>.<token>", so the record does
+// not hold it and the claim script makes it. The client packs a new job's
+// record too, all but its run at, creation time, deadline and ready member,
+// which depend on the script's clock: the enqueue script splices those in
+// and never builds a record table. A script reads all records of a batch
+// with one HMGET, writes them back with one HSET and sends its index
 // changes as one ZADD and one ZREM per key, so a batch costs a handful of
-// commands however many jobs it holds. A run moves from the record to the run hash
-// only when the job's next run starts. Each script defines only the helpers
-// of the shared library (luaLib) that it uses, since a script runs its whole
-// prologue on every call.
+// commands however many jobs it holds. A run moves from the record to the
+// run hash only when the job's next run starts.
 //
 // Keys that span queues share the tag {prefix}: {p}:queues (the set of
 // queues), {p}:tasks (task configs as JSON) and {p}:jobq (job id -> queue).

@@ -138,8 +138,7 @@ func (b *Backend) Enqueue(ctx context.Context, reqs []core.EnqueueRequest) ([]co
 		if j.Cancel.MaxDelay > 0 {
 			dl = strconv.FormatInt(durMicros(j.Cancel.MaxDelay), 10)
 		}
-		head, mid := packRecordParts(j)
-		return []any{gi, j.ID, j.Task, packCold(j.Payload, headers, retry, j.Actor), head, mid, ra,
+		return []any{gi, j.ID, j.Task, packCold(j, headers, retry), packRecord(j), ra,
 			j.IdempotencyKey, j.Fingerprint, dl, readyPrefix(j.Priority)}
 	}
 	// buildArgs lays out the ARGV of one script call over groups gs (see
@@ -406,15 +405,18 @@ func (b *Backend) enqueueResults(ctx context.Context, jobs []core.Job, goNow tim
 	if len(fetch) > 0 {
 		pipe := b.rdb.Pipeline()
 		cmds := make([]*redis.SliceCmd, len(fetch))
+		exps := make([]*redis.FloatCmd, len(fetch))
 		for n, f := range fetch {
-			cmds[n] = pipe.HMGet(ctx, b.ks.queueKeys(jobs[f.i].Queue)[kJob], f.id, coldField(f.id))
+			keys := b.ks.queueKeys(jobs[f.i].Queue)
+			cmds[n] = pipe.HMGet(ctx, keys[kJob], f.id, coldField(f.id), resultField(f.id))
+			exps[n] = pipe.ZScore(ctx, keys[kLease], f.id)
 		}
-		if _, err := pipe.Exec(ctx); err != nil {
+		if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 			return nil, wrap("enqueue: read stored jobs", err)
 		}
 		for n, f := range fetch {
 			v := cmds[n].Val()
-			j, ok, err := decodeJob(f.id, jobs[f.i].Queue, v[0], v[1])
+			j, ok, err := decodeJob(f.id, jobs[f.i].Queue, v[0], v[1], v[2], leaseScore(exps[n]))
 			if err != nil {
 				return nil, err
 			}
@@ -445,31 +447,6 @@ func rateCount(members []string) int64 {
 		}
 	}
 	return n
-}
-
-// packRecordParts packs a new job's record (see the R* positions in luaLib)
-// but for its run at, creation time and ready member, which the enqueue
-// script fills in from its clock: head holds the values before the run at,
-// mid those between the creation time and the ready member; the values
-// after it are the same for every new job (TAIL in luaEnqueue).
-func packRecordParts(j core.Job) (head, mid string) {
-	b := make([]byte, 0, 64+len(j.Task)+len(j.IdempotencyKey)+len(j.Fingerprint))
-	b = appendPackedString(b, j.Task)
-	b = appendPackedString(b, string(core.StateQueued))
-	b = appendPackedInt(b, int64(j.Priority))
-	b = appendPackedInt(b, 0)
-	b = appendPackedInt(b, int64(j.MaxAttempts))
-	n := len(b)
-	b = appendPackedInt(b, 0) // first started
-	b = appendPackedInt(b, 0) // finished
-	b = appendPackedString(b, strconv.FormatInt(int64(j.Cancel.MaxDelay), 10))
-	b = appendPackedString(b, strconv.FormatInt(int64(j.Cancel.MaxDuration), 10))
-	b = appendPackedString(b, j.IdempotencyKey)
-	b = appendPackedString(b, j.Fingerprint)
-	b = appendPackedString(b, "") // lease worker
-	b = appendPackedInt(b, 0)     // lease token
-	b = appendPackedInt(b, 0)     // lease expiry
-	return string(b[:n]), string(b[n:])
 }
 
 // readyPrefix is the start of a ready member, "<priority+1000>|" (4 digits).

@@ -6,7 +6,8 @@ package redisq
 // and do not count. ARGV: now, channel, worker, limit, ttl (µs). A run's id
 // is "<job id>.<token>": tokens grow by one per claim, so no two runs share
 // one, and the client need not send an id for every job it might claim.
-// It returns {'ok', now, job...} where each job is {id, record, cold}.
+// It returns {'ok', now, lease expiry, job...} where each job is {id,
+// record, cold}.
 //
 // The ready set's members all score 0, so its rank order is its
 // lexicographic order: the head is read with ZRANGE by rank and removed with
@@ -16,7 +17,8 @@ local k = keys(1)
 local now = now_us()
 local nows = fmt(now)
 local worker, limit, ttl = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
-local out = {'ok', nows}
+local lx = now + ttl
+local out = {'ok', nows, fmt(lx)}
 if redis.call('HGET', k.conf, 'paused') == '1' then return out end
 
 local due = redis.call('ZRANGEBYSCORE', k.sched, '-inf', nows, 'LIMIT', 0, 5000 + limit)
@@ -24,7 +26,7 @@ if #due > 0 then
   fetch(k, due)
   for _, id in ipairs(due) do
     local r = J[id]
-    if r and (r[RST] == 'queued' or r[RST] == 'sleeping') and r[RRK] == '' then
+    if r and (r[RST] == QUEUED or r[RST] == SLEEPING) and r[RRK] == '' then
       local m = readykey(id, r[RPR], r[RRA])
       zadd(k.ready, '0', m)
       r[RRK] = m
@@ -54,7 +56,7 @@ while more and got < limit do
   for i, m in ipairs(ms) do
     local id = ids[i]
     local r = J[id]
-    if r and (r[RST] == 'queued' or r[RST] == 'sleeping') and r[RRK] == m then
+    if r and (r[RST] == QUEUED or r[RST] == SLEEPING) and r[RRK] == m then
       r[RRK] = ''
       if r[RRA] > now then
         place(k, id, r, now)
@@ -62,20 +64,21 @@ while more and got < limit do
       else
         local d, reason = deadline(r)
         if d and now >= d then
-          finish(k, id, r, 'cancelled', now, 'cancelled', reason)
+          finish(k, id, r, CANCELLED, now, RUN_CANCELLED, reason)
           cancelled = true
         else
           spill(k, id, r)
-          if r[RST] ~= 'sleeping' then r[RA] = r[RA] + 1 end
-          local lx = now + ttl
+          if r[RST] ~= SLEEPING then r[RA] = r[RA] + 1 end
           local tok = r[RLT] + 1
-          r[RLT], r[RLW], r[RLX] = tok, worker, lx
-          r[RRN], r[RRS], r[RRB], r[RRF], r[RRE] = r[RRN] + 1, 'running', now, 0, ''
+          r[RLT], r[RLW] = tok, worker
+          r[RRN], r[RRS], r[RRB], r[RRF], r[RRE] = r[RRN] + 1, RUN_RUNNING, now, 0, ''
           if r[RFS] == 0 then
             r[RFS] = now
-            if hasdeadline(r) then setdeadline(k, id, r) end
+            local old = r[RDL]
+            r[RDL] = r[RMU] > 0 and now + r[RMU] or 0
+            if old > 0 or r[RDL] > 0 then setdeadline(k, id, r) end
           end
-          setstate(k, id, r, 'running')
+          setstate(k, id, r, RUNNING)
           zadd(k.lease, fmt(lx), id)
           put(id, r)
           got = got + 1
@@ -108,13 +111,13 @@ local r = fence(k, id, ARGV[4])
 if not r then return {'lost'} end
 local d, reason = deadline(r)
 if d and now >= d then
-  finish(k, id, r, 'cancelled', now, 'cancelled', reason)
+  finish(k, id, r, CANCELLED, now, RUN_CANCELLED, reason)
   wake()
   return {'lost', reason}
 end
+-- The lease expiry lives in the lease set only: a heartbeat writes no
+-- record.
 local lx = now + tonumber(ARGV[5])
-r[RLX] = lx
-put(id, r)
 zadd(k.lease, fmt(lx), id)
 return {'ok', fmt(lx), r[RLW]}
 `
@@ -133,7 +136,7 @@ for i = 3, #ARGV, 3 do
   local id = ARGV[i]
   local r = fence(k, id, ARGV[i + 1])
   if r then
-    finish(k, id, r, 'succeeded', now, 'succeeded', nil, ARGV[i + 2])
+    finish(k, id, r, SUCCEEDED, now, RUN_SUCCEEDED, nil, ARGV[i + 2])
     out[#out + 1] = 1
     any = true
   else
@@ -154,15 +157,15 @@ local id, err = ARGV[3], ARGV[5]
 local r = fence(k, id, ARGV[4])
 if not r then return {'lost'} end
 if ARGV[7] == '1' or r[RA] >= r[RMA] then
-  finish(k, id, r, 'failed', now, 'failed', err)
+  finish(k, id, r, FAILED, now, RUN_FAILED, err)
   wake()
   return {'ok', 'failed'}
 end
 local ra = tonumber(ARGV[6])
 if ra < now then ra = now end
-setstate(k, id, r, 'queued')
+setstate(k, id, r, QUEUED)
 zrem(k.lease, id)
-closerun(k, r, 'failed', now, err)
+closerun(k, r, RUN_FAILED, now, err)
 r[RLE], r[RRA] = err, ra
 place(k, id, r, now)
 put(id, r)
@@ -180,9 +183,9 @@ local r = fence(k, id, ARGV[4])
 if not r then return {'lost'} end
 local ra = tonumber(ARGV[5])
 if ra < now then ra = now end
-setstate(k, id, r, 'sleeping')
+setstate(k, id, r, SLEEPING)
 zrem(k.lease, id)
-closerun(k, r, 'sleeping', now, nil)
+closerun(k, r, RUN_SLEEPING, now, nil)
 r[RRA] = ra
 place(k, id, r, now)
 put(id, r)

@@ -8,9 +8,9 @@ local now = now_us()
 local id = ARGV[3]
 local r = get(k, id)
 if not r then return {'notfound'} end
-if r[RST] == 'succeeded' or r[RST] == 'failed' then return {'state', r[RST]} end
-if r[RST] ~= 'cancelled' then
-  finish(k, id, r, 'cancelled', now, 'cancelled', ARGV[4])
+if r[RST] == SUCCEEDED or r[RST] == FAILED then return {'state', SN[r[RST]]} end
+if r[RST] ~= CANCELLED then
+  finish(k, id, r, CANCELLED, now, RUN_CANCELLED, ARGV[4])
   wake()
 end
 return {'ok', jobout(k, id)}
@@ -24,8 +24,8 @@ local now = now_us()
 local id = ARGV[3]
 local r = get(k, id)
 if not r then return {'notfound'} end
-if r[RST] ~= 'failed' and r[RST] ~= 'cancelled' then return {'state', r[RST]} end
-setstate(k, id, r, 'queued')
+if r[RST] ~= FAILED and r[RST] ~= CANCELLED then return {'state', SN[r[RST]]} end
+setstate(k, id, r, QUEUED)
 zrem(k.done, id)
 if r[RA] >= r[RMA] then r[RMA] = r[RA] + 1 end
 r[RFA], r[RRA] = 0, now
@@ -50,10 +50,10 @@ local dl = redis.call('ZRANGEBYSCORE', k.dead, '-inf', nows, 'LIMIT', 0, limit)
 fetch(k, dl)
 for _, id in ipairs(dl) do
   local r = J[id]
-  if r and (r[RST] == 'queued' or r[RST] == 'running' or r[RST] == 'sleeping') then
+  if r and (r[RST] == QUEUED or r[RST] == RUNNING or r[RST] == SLEEPING) then
     local d, reason = deadline(r)
     if d and now >= d then
-      finish(k, id, r, 'cancelled', now, 'cancelled', reason)
+      finish(k, id, r, CANCELLED, now, RUN_CANCELLED, reason)
       canc = canc + 1
     else
       setdeadline(k, id, r)
@@ -68,21 +68,19 @@ if left > 0 then
   fetch(k, exp)
   for _, id in ipairs(exp) do
     local r = J[id]
-    if not r or r[RST] ~= 'running' then
+    if not r or r[RST] ~= RUNNING then
       zrem(k.lease, id)
-    elseif r[RLX] <= now then
-      if r[RA] >= r[RMA] then
-        finish(k, id, r, 'failed', now, 'lost', 'lease expired')
-        failed = failed + 1
-      else
-        setstate(k, id, r, 'queued')
-        zrem(k.lease, id)
-        closerun(k, r, 'lost', now, 'lease expired')
-        r[RRA] = now
-        place(k, id, r, now)
-        put(id, r)
-        req = req + 1
-      end
+    elseif r[RA] >= r[RMA] then
+      finish(k, id, r, FAILED, now, RUN_LOST, 'lease expired')
+      failed = failed + 1
+    else
+      setstate(k, id, r, QUEUED)
+      zrem(k.lease, id)
+      closerun(k, r, RUN_LOST, now, 'lease expired')
+      r[RRA] = now
+      place(k, id, r, now)
+      put(id, r)
+      req = req + 1
     end
   end
 end
@@ -106,19 +104,23 @@ local tasks = {}
 for _, id in ipairs(ids) do
   local r = J[id]
   local st = r and r[RST]
-  if (st == 'succeeded' or st == 'failed' or st == 'cancelled') and r[RFA] > 0 and r[RFA] < before then
-    local task = r[RT]
+  if st and st >= SUCCEEDED and r[RFA] > 0 and r[RFA] < before then
+    local task, sn = r[RT], SN[st]
     tasks[task] = true
     del[#del + 1] = id
     del[#del + 1] = id .. '|x'
-    zrem(k.idx, 's|' .. st .. '|' .. id)
+    del[#del + 1] = id .. '|r'
+    zrem(k.idx, 's|' .. sn .. '|' .. id)
     zrem(k.idx, 'k|' .. task .. '|' .. id)
-    bump(k.cnt, task, st, -1)
-    if set(r[RIK]) and redis.call('HGET', k.idem, r[RIK]) == id then redis.call('HDEL', k.idem, r[RIK]) end
+    bump(k.cnt, task, sn, -1)
+    if r[RIK] ~= '' then
+      local v = redis.call('HGET', k.idem, r[RIK])
+      if v and string.sub(v, 1, #id + 1) == id .. ':' then redis.call('HDEL', k.idem, r[RIK]) end
+    end
     local n = r[RRN]
     if n > 0 then
-      if r[RRS] ~= 'running' then
-        bump(k.rstat, task, r[RRS], -1)
+      if r[RRS] ~= RUN_RUNNING then
+        bump(k.rstat, task, RSN[r[RRS]], -1)
         bump(k.rstat, task, 'rt', r[RRB] - r[RRF])
       end
       if n > 1 then

@@ -7,10 +7,12 @@ package redisq
 // ARGV: now, (unused channel), mode, batch, batch info, commit-by, nGroups,
 // then per group: channel; nTasks, then per task: task, maxInFlight,
 // maxPerSecond, otherInFlight, otherRecent; nItems, then per item the EW
-// values itemArgs in Enqueue lists: group, id, task, cold attributes, record
-// head, record middle, run at (µs, "0" for now), idempotency key,
-// fingerprint, deadline offset (µs after creation, "0" for none) and
-// ready-member prefix ("<priority+1000>|").
+// values itemArgs in Enqueue lists: group, id, task, cold attributes, the
+// record from its state to its idempotency key (see packRecord), run at
+// (µs, "0" for now), idempotency key, fingerprint, deadline offset (µs
+// after creation, "0" for none) and ready-member prefix
+// ("<priority+1000>|"). The idempotency hash maps a key to "<id>:<fingerprint>",
+// so that a repeated key is checked without reading a record.
 //
 // The mode says what to do once every check passed:
 //
@@ -28,8 +30,8 @@ package redisq
 //     (batch info) in the txn hash, in one step: the jobs and the decision
 //     are stored together or not at all.
 //
-// The client packs every record (see packRecordParts) but the three values
-// that depend on the script's clock, so the script only splices strings and
+// The client packs every record (see packRecord) but the values that
+// depend on the script's clock, so the script only splices strings and
 // sends one bulk command per key; it never builds or packs a record table.
 //
 // It checks every item first (idempotency keys, then limits) and writes only
@@ -74,10 +76,10 @@ local reuse = {}
 local fresh = {}
 for i = 1, n do
   local b = first + (i - 1) * EW
-  local task, ik = ARGV[b+2], ARGV[b+7]
+  local task, ik = ARGV[b+2], ARGV[b+6]
   if ik ~= '' then
     local g = ARGV[b]
-    local fp = ARGV[b+8]
+    local fp = ARGV[b+7]
     local sk = g .. '|' .. ik
     local s = seen[sk]
     if not s then
@@ -90,8 +92,8 @@ for i = 1, n do
         local meta = redis.call('HGET', k.pend, 'm|' .. other)
         if meta then return {'pending', i, other, meta} end
       elseif ex then
-        local r = get(k, ex)
-        s = {id = ex, fp = r and r[RFP]}
+        local colon = string.find(ex, ':', 1, true)
+        s = {id = string.sub(ex, 1, colon - 1), fp = string.sub(ex, colon + 1)}
       end
     end
     if s then
@@ -143,7 +145,7 @@ if mode == 'p' then
     if not reuse[i] then
       local b = first + (i - 1) * EW
       for j = 0, EW - 1 do items[#items + 1] = ARGV[b + j] end
-      local id, task, ik = ARGV[b+1], ARGV[b+2], ARGV[b+7]
+      local id, task, ik = ARGV[b+1], ARGV[b+2], ARGV[b+6]
       if ik ~= '' then
         idem[#idem + 1] = ik
         idem[#idem + 1] = id .. '|' .. batch
@@ -202,7 +204,7 @@ local A = munpack(v[2])
 local out = {'ok'}
 local cnt, keyed, held, ids = {}, {}, {}, {}
 for b = 1, #A, EW do
-  local id, task, ik = A[b+1], A[b+2], A[b+7]
+  local id, task, ik = A[b+1], A[b+2], A[b+6]
   ids[#ids + 1] = id
   cnt[task] = (cnt[task] or 0) + 1
   if ik ~= '' then

@@ -13,15 +13,18 @@ package redisq
 // (empty means the server's TIME) and ARGV[2] the wake-up channel of the
 // queue.
 //
-// A job is two fields of the job hash: "<id>" holds its record, the
-// attributes transitions read and change, packed with cmsgpack in the order
-// of the R* positions below (the r* constants in decode.go), as a sequence
-// of values rather than an array; "<id>|x" holds
-// what no script reads (payload, headers, retry policy, actor), packed by
-// the client once at enqueue and never rewritten. A script reads the
-// records it needs with one HMGET per batch into J, changes them there and
-// writes every changed record back with one HSET when it ends, so a batch
-// of n jobs costs a handful of commands, not a few per job.
+// A job is up to three fields of the job hash. "<id>" holds its record:
+// what transitions read and change, packed with struct.pack in the fixed
+// layout RF below (the r* fields in decode.go), numbers as doubles and
+// states as one-byte codes, so that a transition unpacks and packs it in
+// one C call each and pays a Lua string only for its few strings. "<id>|x"
+// holds what no transition changes (payload, headers, retry policy, actor,
+// cancellation policy, fingerprint), packed by the client once at enqueue
+// and never rewritten; "<id>|r" holds a result, written once by Complete
+// when there is one. A script reads the records it needs with one HMGET
+// per batch into J, changes them there and writes every changed record
+// back with one HSET when it ends, so a batch of n jobs costs a handful of
+// commands, not a few per job.
 //
 // Writes to the sorted-set indexes and the statistics are collected too and
 // sent as one command per key and kind when the script ends (or at
@@ -45,7 +48,7 @@ end
 
 -- Standard functions the helpers call often, bound by begin: a Functions
 -- library may read no global while it loads.
-local sformat, mpack, munpack
+local sformat, mpack, munpack, spack, sunpack
 
 -- fmt formats an integer; a batch formats the same few times (now, a
 -- lease expiry) many times, so the last result is kept.
@@ -60,17 +63,26 @@ local function pad(s, w)
   return s
 end
 
-local function set(v) return v and v ~= '' end
+-- The record layout RF: run at, creation time and cancellation deadline
+-- (the three the enqueue script fills in, first), state, priority,
+-- attempt, max attempts, first started (0: never), finished (0: not), max
+-- duration (µs, 0: none), lease token, run count, then the last run's
+-- status, start and finish, and the strings: task, lease worker, last
+-- run's error (its id is runid(id, token)), last error, idempotency key
+-- and ready member ('' when not ready), each after its length. The
+-- deadline is that of the job's current phase: creation plus max delay
+-- until its first start, then first start plus max duration. A running
+-- job's lease expiry is its score in the lease set, not in the record, so
+-- that a heartbeat writes no record.
+local RF = '>dddBhdddddddBddIc0Ic0Ic0Ic0Ic0Ic0'
+local RRA, RCA, RDL, RST, RPR, RA, RMA, RFS, RFA, RMU, RLT, RRN = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12
+local RRS, RRB, RRF, RT, RLW, RRE, RLE, RIK, RRK = 13, 14, 15, 16, 17, 18, 19, 20, 21
 
--- positions in a job record: task, state, priority, attempt, max attempts,
--- run at, created, first started (0: never), finished (0: not), max delay
--- and max duration (ns, strings), idempotency key, fingerprint, lease
--- worker, lease token, lease expiry, ready member ('' when not ready), run
--- count, then the last run (status, start, finish, error; its id is
--- runid(id, token)), last error and result.
-local RT, RST, RPR, RA, RMA, RRA, RCA, RFS, RFA, RMD, RMU, RIK, RFP = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13
-local RLW, RLT, RLX, RRK, RRN, RRS, RRB, RRF, RRE, RLE, RR = 14, 15, 16, 17, 18, 19, 20, 21, 22, 23, 24
-local NR = 24
+-- job states and run statuses, as the record codes them
+local QUEUED, RUNNING, SLEEPING, SUCCEEDED, FAILED, CANCELLED = 1, 2, 3, 4, 5, 6
+local SN = {'queued', 'running', 'sleeping', 'succeeded', 'failed', 'cancelled'}
+local RUN_RUNNING, RUN_SUCCEEDED, RUN_FAILED, RUN_SLEEPING, RUN_CANCELLED, RUN_LOST = 1, 2, 3, 4, 5, 6
+local RSN = {'running', 'succeeded', 'failed', 'sleeping', 'cancelled', 'lost'}
 
 -- J caches the records this script read or wrote: id -> record, or false
 -- when the job does not exist. JW lists the ids whose record changed. P
@@ -99,7 +111,7 @@ local function fetch(k, ids, cold)
       local v = redis.call('HMGET', k.job, unpack(need, i, j))
       for n = i, j do
         local s = v[n - i + 1]
-        if s then J[need[n]] = {munpack(s)} else J[need[n]] = false end
+        if s then J[need[n]] = {sunpack(RF, s)} else J[need[n]] = false end
       end
     end)
   end
@@ -129,10 +141,12 @@ local function put(id, r)
   end
 end
 
--- packed encodes a record as a sequence of NR msgpack values. Passing the
--- values as arguments (and reading them back as results, {munpack(s)})
--- spares cmsgpack its walk over a table's keys and a settable per value.
-local function packed(r) return mpack(unpack(r, 1, NR)) end
+-- packed encodes a record in the layout RF.
+local function packed(r)
+  local t, w, e, l, ik, rk = r[RT], r[RLW], r[RRE], r[RLE], r[RIK], r[RRK]
+  return spack(RF, r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13],
+    r[14], r[15], #t, t, #w, w, #e, e, #l, l, #ik, ik, #rk, rk)
+end
 
 -- collected index writes: Z[key][member] = score, or false to remove
 local Z, ZO, S = {}, {}, {}
@@ -159,15 +173,17 @@ end
 local function bulk(cmd, key, list)
   chunks(#list, 4000, function(i, j) redis.call(cmd, key, unpack(list, i, j)) end)
 end
+-- RS collects results to write: "<id>|r", value, ...
+local RS = {}
 local function flush(k)
-  if #JW > 0 then
-    local a = {}
+  if #JW > 0 or #RS > 0 then
+    local a = RS
     for _, id in ipairs(JW) do
       a[#a + 1] = id
       a[#a + 1] = P[id] or packed(J[id])
     end
     bulk('HSET', k.job, a)
-    JW, JWS, P = {}, {}, {}
+    JW, JWS, P, RS = {}, {}, {}, {}
   end
   for _, key in ipairs(ZO) do
     local add, rem = {}, {}
@@ -193,7 +209,7 @@ local function flush(k)
 end
 
 -- EW is the number of values per item of an enqueue (see luaEnqueue).
-local EW = 11
+local EW = 10
 
 -- ratemembers drops the rate members older than los of the tasks of
 -- items 1..n of A (from position first on, EW values each; those in skip
@@ -225,16 +241,15 @@ end
 
 -- writejobs stores the new jobs of items 1..n of A (from position first
 -- on, EW values each, see luaEnqueue) but those in skip, which reuse a
--- job. The client packed each record but for its run at, its creation time
--- and its ready member, which depend on the script's clock: record = head
--- .. runAt .. created .. mid .. readyMember .. TAIL. It sends one bulk
--- write per key and group, and sets groups[g].due when a job of group g is
--- claimable now.
+-- job. The client packed each record but for its run at, creation time
+-- and deadline (the first 24 bytes) and its ready member (the last value),
+-- which depend on the script's clock. It sends one bulk write per key and
+-- group, and sets groups[g].due when a job of group g is claimable now.
 local function writejobs(now, groups, A, first, n, skip)
   local ng = #groups
-  local T = mpack(now)
   local nowp = pad(fmt(now), 18) .. '|'
-  local TAIL = '\0\160\0\0\160\160\160'
+  local HEAD = spack('>ddd', now, now, 0)
+  local NORK = spack('>I', 0)
   local RKH = {}
   local rec, ready, sched, idx, dead, idem, cnt = {}, {}, {}, {}, {}, {}, {}
   for g = 1, ng do
@@ -244,26 +259,35 @@ local function writejobs(now, groups, A, first, n, skip)
     if not skip[i] then
       local b = first + (i - 1) * EW
       local g = tonumber(A[b])
-      local id, task, ik, ras = A[b+1], A[b+2], A[b+7], A[b+6]
+      local id, task, ras, ik, dl = A[b+1], A[b+2], A[b+5], A[b+6], A[b+8]
+      local d = 0
+      if dl ~= '0' then
+        d = now + tonumber(dl)
+        local e = dead[g]
+        e[#e + 1] = fmt(d)
+        e[#e + 1] = id
+      end
       local a = rec[g]
       local na = #a
       a[na + 1] = id
       a[na + 3] = id .. '|x'
       a[na + 4] = A[b+3]
       if ras == '0' or tonumber(ras) <= now then
-        local m = A[b+10] .. nowp .. id
+        local m = A[b+9] .. nowp .. id
         local h = RKH[#m]
         if not h then
-          if #m < 32 then h = string.char(160 + #m) else h = string.sub(mpack(m), 1, -#m - 1) end
+          h = spack('>I', #m)
           RKH[#m] = h
         end
-        a[na + 2] = A[b+4] .. T .. T .. A[b+5] .. h .. m .. TAIL
+        local head = HEAD
+        if d ~= 0 then head = spack('>ddd', now, now, d) end
+        a[na + 2] = head .. A[b+4] .. h .. m
         local r = ready[g]
         r[#r + 1] = '0'
         r[#r + 1] = m
         groups[g].due = true
       else
-        a[na + 2] = A[b+4] .. mpack(tonumber(ras)) .. T .. A[b+5] .. '\160' .. TAIL
+        a[na + 2] = spack('>ddd', tonumber(ras), now, d) .. A[b+4] .. NORK
         local s = sched[g]
         s[#s + 1] = ras
         s[#s + 1] = id
@@ -278,13 +302,7 @@ local function writejobs(now, groups, A, first, n, skip)
       if ik ~= '' then
         local e = idem[g]
         e[#e + 1] = ik
-        e[#e + 1] = id
-      end
-      local dl = A[b+9]
-      if dl ~= '0' then
-        local d = dead[g]
-        d[#d + 1] = fmt(now + tonumber(dl))
-        d[#d + 1] = id
+        e[#e + 1] = id .. ':' .. A[b+7]
       end
     end
   end
@@ -326,7 +344,7 @@ local function place(k, id, r, now)
 end
 
 local function unschedule(k, id, r)
-  if set(r[RRK]) then zrem(k.ready, r[RRK]) end
+  if r[RRK] ~= '' then zrem(k.ready, r[RRK]) end
   zrem(k.sched, id)
   r[RRK] = ''
 end
@@ -335,32 +353,24 @@ end
 -- Running jobs have no index entry: the lease set holds exactly them.
 local function setstate(k, id, r, new)
   local task, old = r[RT], r[RST]
-  if old ~= 'running' then zrem(k.idx, 's|' .. old .. '|' .. id) end
-  if new ~= 'running' then zadd(k.idx, '0', 's|' .. new .. '|' .. id) end
-  bump(k.cnt, task, old, -1)
-  bump(k.cnt, task, new, 1)
+  if old ~= RUNNING then zrem(k.idx, 's|' .. SN[old] .. '|' .. id) end
+  if new ~= RUNNING then zadd(k.idx, '0', 's|' .. SN[new] .. '|' .. id) end
+  bump(k.cnt, task, SN[old], -1)
+  bump(k.cnt, task, SN[new], 1)
   r[RST] = new
 end
 
 -- deadline returns the instant a job passes its cancellation deadline in its
 -- current phase, and the reason, or nil.
 local function deadline(r)
-  if r[RFS] == 0 then
-    local md = tonumber(r[RMD])
-    if md > 0 then return r[RCA] + math.ceil(md / 1000), 'deadline exceeded: max delay before first start' end
-    return nil
-  end
-  local mu = tonumber(r[RMU])
-  if mu > 0 then return r[RFS] + math.ceil(mu / 1000), 'deadline exceeded: max duration from first start' end
-  return nil
+  if r[RDL] == 0 then return nil end
+  if r[RFS] == 0 then return r[RDL], 'deadline exceeded: max delay before first start' end
+  return r[RDL], 'deadline exceeded: max duration from first start'
 end
 
-local function hasdeadline(r) return r[RMD] ~= '0' or r[RMU] ~= '0' end
-
+-- setdeadline puts an unfinished job's deadline into the deadline set.
 local function setdeadline(k, id, r)
-  local d = deadline(r)
-  if d then zadd(k.dead, fmt(d), id)
-  elseif hasdeadline(r) then zrem(k.dead, id) end
+  if r[RDL] > 0 then zadd(k.dead, fmt(r[RDL]), id) else zrem(k.dead, id) end
 end
 
 -- runid is the id of a job's run under token tok: "<id>.<tok>". Tokens grow
@@ -372,23 +382,25 @@ local function runid(id, tok) return id .. '.' .. sformat('%.0f', tok) end
 local function spill(k, id, r)
   if r[RRN] > 0 then
     redis.call('HSET', k.run, id .. '|' .. r[RRN],
-      mpack(runid(id, r[RLT]), r[RA], r[RLW], r[RLT], r[RRS], r[RRB], r[RRF], r[RRE]))
+      mpack(runid(id, r[RLT]), r[RA], r[RLW], r[RLT], RSN[r[RRS]], r[RRB], r[RRF], r[RRE]))
   end
 end
 
--- closerun ends a running job's open run, the last run of its record.
+-- closerun ends a running job's open run, the last run of its record,
+-- with a run status code.
 local function closerun(k, r, status, now, err)
   r[RRS], r[RRF], r[RRE] = status, now, err or ''
-  bump(k.rstat, r[RT], status, 1)
+  bump(k.rstat, r[RT], RSN[status], 1)
   bump(k.rstat, r[RT], 'rt', now - r[RRB])
 end
 
--- finish moves a job to a terminal state, closing its open run. result,
--- when given, is stored as the job's result.
+-- finish moves a job to a terminal state, closing its open run with a run
+-- status code. result, when given and not empty, is stored as the job's
+-- result.
 local function finish(k, id, r, new, now, runstatus, err, result)
   local old = r[RST]
   setstate(k, id, r, new)
-  if old == 'running' then
+  if old == RUNNING then
     zrem(k.lease, id)
     closerun(k, r, runstatus, now, err)
   else
@@ -396,8 +408,11 @@ local function finish(k, id, r, new, now, runstatus, err, result)
   end
   r[RFA], r[RRK] = now, ''
   if err then r[RLE] = err end
-  if result then r[RR] = result end
-  if hasdeadline(r) then zrem(k.dead, id) end
+  if result and result ~= '' then
+    RS[#RS + 1] = id .. '|r'
+    RS[#RS + 1] = result
+  end
+  if r[RDL] > 0 then zrem(k.dead, id) end
   zadd(k.done, fmt(now), id)
   put(id, r)
 end
@@ -405,7 +420,7 @@ end
 -- fence returns a running job's record when it runs under token, else nil.
 local function fence(k, id, token)
   local r = get(k, id)
-  if not r or r[RST] ~= 'running' or r[RLT] ~= tonumber(token) then return nil end
+  if not r or r[RST] ~= RUNNING or r[RLT] ~= tonumber(token) then return nil end
   return r
 end
 
@@ -413,17 +428,22 @@ local function wake()
   if ARGV[2] ~= '' then redis.call('PUBLISH', ARGV[2], '1') end
 end
 
--- jobout is a job as scripts return it: {id, record, cold fields}.
+-- jobout is a job as scripts return it: {id, record, cold fields,
+-- result}. It flushes first, so that the result it reads is current.
 local function jobout(k, id)
   local r = get(k, id)
-  return {id, packed(r), redis.call('HGET', k.job, id .. '|x') or ''}
+  local pk = packed(r)
+  P[id] = pk
+  flush(k)
+  local v = redis.call('HMGET', k.job, id .. '|x', id .. '|r')
+  return {id, pk, v[1] or '', v[2] or ''}
 end
 
 -- begin starts a call: it binds the standard functions and empties what
 -- the last call collected (a library's state outlives its calls).
 local function begin()
-  sformat, mpack, munpack = string.format, cmsgpack.pack, cmsgpack.unpack
-  J, JW, JWS, P = {}, {}, {}, {}
+  sformat, mpack, munpack, spack, sunpack = string.format, cmsgpack.pack, cmsgpack.unpack, struct.pack, struct.unpack
+  J, JW, JWS, P, RS = {}, {}, {}, {}, {}
   Z, ZO, S = {}, {}, {}
 end
 `

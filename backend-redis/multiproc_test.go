@@ -212,13 +212,13 @@ func multiProcess(t *testing.T, c redis.UniversalClient, target string) {
 		t.Fatal(err)
 	}
 	for i, cmd := range recs {
-		v, err := unpackRecord(ids[i], cmd.Val())
+		v, err := parseRecord(ids[i], cmd.Val())
 		if err != nil {
 			t.Fatal(err)
 		}
 		run, ok := lastRun(ids[i], v)
-		if toInt(v[rRunCount]) != 1 || !ok || run.Status != core.RunSucceeded || run.Token != 1 || spilled[i].Val() {
-			t.Fatalf("run records of %s: count %v, last run %+v, earlier run stored %v", ids[i], v[rRunCount], run, spilled[i].Val())
+		if v.runCount != 1 || !ok || run.Status != core.RunSucceeded || run.Token != 1 || spilled[i].Val() {
+			t.Fatalf("run records of %s: count %v, last run %+v, earlier run stored %v", ids[i], v.runCount, run, spilled[i].Val())
 		}
 	}
 	// And through the API, for a sample.

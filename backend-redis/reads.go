@@ -2,6 +2,7 @@ package redisq
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"time"
@@ -22,11 +23,18 @@ func (b *Backend) GetJob(ctx context.Context, jobID string) (core.Job, error) {
 	if !ok {
 		return core.Job{}, notFound("get job", jobID)
 	}
-	vals, err := b.rdb.HMGet(ctx, b.ks.queueKeys(q)[kJob], jobID, coldField(jobID)).Result()
-	if err != nil {
+	keys := b.ks.queueKeys(q)
+	pipe := b.rdb.Pipeline()
+	hm := pipe.HMGet(ctx, keys[kJob], jobID, coldField(jobID), resultField(jobID))
+	exp := pipe.ZScore(ctx, keys[kLease], jobID)
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return core.Job{}, wrap("get job", err)
 	}
-	j, found, err := decodeJob(jobID, q, vals[0], vals[1])
+	vals := hm.Val()
+	if len(vals) != 3 {
+		return core.Job{}, wrap("get job", hm.Err())
+	}
+	j, found, err := decodeJob(jobID, q, vals[0], vals[1], vals[2], leaseScore(exp))
 	if err != nil {
 		return core.Job{}, err
 	}
@@ -183,13 +191,11 @@ func (b *Backend) scanPrefix(ctx context.Context, keys []string, p string, f cor
 			if rec == nil {
 				continue
 			}
-			v, err := unpackRecord(ids[i], rec)
+			v, err := parseRecord(ids[i], rec)
 			if err != nil {
 				return nil, err
 			}
-			task, _ := str(v[rTask])
-			st, _ := str(v[rState])
-			if task == f.Task && slices.Contains(f.States, core.JobState(st)) {
+			if v.task == f.Task && slices.Contains(f.States, v.state) {
 				out = append(out, ids[i])
 				if len(out) == want {
 					return out, nil
@@ -309,15 +315,18 @@ func (b *Backend) ListJobs(ctx context.Context, f core.JobFilter) (core.JobPage,
 	}
 	pipe = b.rdb.Pipeline()
 	cmds := make([]*redis.SliceCmd, len(refs))
+	exps := make([]*redis.FloatCmd, len(refs))
 	for i, r := range refs {
-		cmds[i] = pipe.HMGet(ctx, b.ks.queueKeys(r.queue)[kJob], r.id, coldField(r.id))
+		keys := b.ks.queueKeys(r.queue)
+		cmds[i] = pipe.HMGet(ctx, keys[kJob], r.id, coldField(r.id), resultField(r.id))
+		exps[i] = pipe.ZScore(ctx, keys[kLease], r.id)
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
 		return core.JobPage{}, wrap("list jobs", err)
 	}
 	for i, r := range refs {
 		v := cmds[i].Val()
-		j, ok, err := decodeJob(r.id, r.queue, v[0], v[1])
+		j, ok, err := decodeJob(r.id, r.queue, v[0], v[1], v[2], leaseScore(exps[i]))
 		if err != nil {
 			return core.JobPage{}, err
 		}
@@ -327,6 +336,16 @@ func (b *Backend) ListJobs(ctx context.Context, f core.JobFilter) (core.JobPage,
 		page.Jobs = append(page.Jobs, j)
 	}
 	return page, nil
+}
+
+// leaseScore returns the score of a ZSCORE of the lease set, the lease
+// expiry of a running job, or nil for a job it does not hold.
+func leaseScore(c *redis.FloatCmd) any {
+	v, err := c.Result()
+	if err != nil {
+		return nil
+	}
+	return v
 }
 
 func matches(f core.JobFilter, j core.Job) bool {
@@ -440,13 +459,13 @@ func (b *Backend) ListRuns(ctx context.Context, jobID string) ([]core.Run, error
 	if err != nil {
 		return nil, wrap("list runs", err)
 	}
-	v, err := unpackRecord(jobID, rec)
+	v, err := parseRecord(jobID, rec)
 	if err != nil {
 		return nil, err
 	}
 	// The record holds the latest run; earlier ones were moved to the run
 	// hash as "<id>|<n>" when the next run began.
-	n := int(toInt(v[rRunCount]))
+	n := int(v.runCount)
 	runs := make([]core.Run, 0, n)
 	if n > 1 {
 		fields := make([]string, 0, n-1)
