@@ -235,5 +235,5 @@ func (b *Backend) run(ctx context.Context, s *luaScript, queue string, args ...a
 	full := make([]any, 0, len(args)+2)
 	full = append(full, b.nowArg(), b.ks.channel(queue))
 	full = append(full, args...)
-	return b.eval(ctx, s, b.ks.queueKeys(queue), full...)
+	return b.eval(ctx, s, b.ks.keysOf(queue, s.keys), full...)
 }

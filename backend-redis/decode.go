@@ -27,7 +27,6 @@ type record struct {
 	runStarted, runFinished  int64
 	task, worker, runError   string
 	lastError, idemKey       string
-	readyMember              string
 }
 
 // stateCodes and runCodes are the codes of the record's states and run
@@ -72,11 +71,11 @@ func (r *recordReader) code() int {
 }
 
 func (r *recordReader) str() string {
-	v := r.take(4)
+	v := r.take(2)
 	if v == nil {
 		return ""
 	}
-	return string(r.take(int(binary.BigEndian.Uint32(v))))
+	return string(r.take(int(binary.BigEndian.Uint16(v))))
 }
 
 // parseRecord decodes a job's record.
@@ -88,6 +87,7 @@ func parseRecord(id string, rec any) (record, error) {
 	r := recordReader{b: []byte(s)}
 	var v record
 	v.runAt, v.created, v.deadline = r.num(), r.num(), r.num()
+	r.code() // in the ready set
 	st := r.code()
 	if p := r.take(2); p != nil {
 		v.priority = int(int16(binary.BigEndian.Uint16(p)))
@@ -100,7 +100,7 @@ func parseRecord(id string, rec any) (record, error) {
 	rs := r.code()
 	v.runStarted, v.runFinished = r.num(), r.num()
 	v.task, v.worker, v.runError = r.str(), r.str(), r.str()
-	v.lastError, v.idemKey, v.readyMember = r.str(), r.str(), r.str()
+	v.lastError, v.idemKey = r.str(), r.str()
 	if r.err || len(r.b) != 0 || st < 1 || st > len(stateCodes) || rs > len(runCodes) {
 		return record{}, fmt.Errorf("redisq: job %s: record of %d bytes does not fit its layout: %w", id, len(s), errRecord)
 	}
@@ -118,15 +118,15 @@ func appendNum(b []byte, n int64) []byte {
 	return binary.BigEndian.AppendUint64(b, math.Float64bits(float64(n)))
 }
 
-// appendStr appends s after its length (4 bytes, big-endian).
+// appendStr appends s after its length (2 bytes, big-endian): the
+// record's strings are names, keys and errors, all shorter than 64 KiB.
 func appendStr(b []byte, s string) []byte {
-	return append(binary.BigEndian.AppendUint32(b, uint32(len(s))), s...)
+	return append(binary.BigEndian.AppendUint16(b, uint16(len(s))), s...)
 }
 
 // packRecord packs a new job's record from its state to its idempotency
-// key: the enqueue script puts its run at, creation time and deadline
-// before it (24 bytes) and its ready member after it, since they depend on
-// the script's clock.
+// key: the enqueue script puts its run at, creation time, deadline and
+// ready flag before it (25 bytes), since they depend on the script's clock.
 func packRecord(j core.Job) string {
 	b := make([]byte, 0, 128+len(j.Task)+len(j.IdempotencyKey))
 	b = append(b, 1) // queued

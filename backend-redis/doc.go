@@ -60,18 +60,18 @@
 // A job's record holds what transitions read or change, in a fixed binary
 // layout (struct.pack in the scripts, parseRecord in Go): times, state and
 // run status as codes, priority, attempts, token, the cancellation deadline
-// of the current phase, its latest run, task, worker, errors, idempotency
-// key and ready member. A running job's lease expiry is its score in the
-// lease set only, so a heartbeat writes no record; a result is the field
-// "<id>|r"; the cold attributes (payload, headers, retry policy, actor,
-// cancellation policy, fingerprint) are packed by the client at enqueue
-// into "<id>|x" and never rewritten; the idempotency hash maps a key to
-// "<id>:<fingerprint>". A run's id is "<job id>.<token>", so the record does
-// not hold it and the claim script makes it. The client packs a new job's
-// record too, all but its run at, creation time, deadline and ready member,
-// which depend on the script's clock: the enqueue script splices those in
-// and never builds a record table. A script reads all records of a batch
-// with one HMGET, writes them back with one HSET and sends its index
+// of the current phase, whether it is in the ready set, its latest run,
+// task, worker, errors and idempotency key. A running job's lease expiry is
+// its score in the lease set only, so a heartbeat writes no record; a result
+// is the field "<id>|r"; the cold attributes (payload, headers, retry
+// policy, actor, cancellation policy, fingerprint) are packed by the client
+// at enqueue into "<id>|x" and never rewritten; the idempotency hash maps a
+// key to "<id>:<fingerprint>". A run's id is "<job id>.<token>", so the
+// record does not hold it and the claim script makes it. The client packs a
+// new job's record too, all but its run at, creation time, deadline and
+// ready flag, which depend on the script's clock: the enqueue script splices
+// those in and never builds a record table. A script reads all records of a
+// batch with one HMGET, writes them back with one HSET and sends its index
 // changes as one ZADD and one ZREM per key, so a batch costs a handful of
 // commands however many jobs it holds. A run moves from the record to the
 // run hash only when the job's next run starts.

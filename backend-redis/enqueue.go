@@ -147,7 +147,7 @@ func (b *Backend) Enqueue(ctx context.Context, reqs []core.EnqueueRequest) ([]co
 		var keys []string
 		args := []any{b.nowArg(), "", c.mode, c.batch, c.info, c.commitBy, len(gs)}
 		for _, g := range gs {
-			keys = append(keys, b.ks.queueKeys(g.queue)...)
+			keys = append(keys, b.ks.keysOf(g.queue, scriptEnqueue.keys)...)
 			args = append(args, b.ks.channel(g.queue))
 		}
 		args = append(args, len(limits))

@@ -7,8 +7,21 @@ type keyspace struct {
 	prefix string
 }
 
-// queueKeys returns the keys of one queue in the order the scripts expect
-// (see keys() in luaLib).
+// keyNames names the keys of a queue, in the order of queueKeys.
+var keyNames = []string{"job", "ready", "sched", "lease", "dead", "done", "idx", "idem", "rate", "run", "cp", "cpx", "conf", "rstat", "cnt", "pend", "txn"}
+
+// keysOf returns the keys of queue with the indexes in which, in that
+// order: the keys a script touches (see keys() in luaLib).
+func (ks keyspace) keysOf(queue string, which []int) []string {
+	t := "{" + ks.prefix + ":" + queue + "}:"
+	out := make([]string, len(which))
+	for i, k := range which {
+		out[i] = t + keyNames[k]
+	}
+	return out
+}
+
+// queueKeys returns every key of one queue, in the order of keyNames.
 func (ks keyspace) queueKeys(queue string) []string {
 	t := "{" + ks.prefix + ":" + queue + "}:"
 	return []string{

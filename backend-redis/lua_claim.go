@@ -21,15 +21,14 @@ local lx = now + ttl
 local out = {'ok', nows, fmt(lx)}
 if redis.call('HGET', k.conf, 'paused') == '1' then return out end
 
-local due = redis.call('ZRANGEBYSCORE', k.sched, '-inf', nows, 'LIMIT', 0, 5000 + limit)
+local due = redis.call('ZRANGEBYSCORE', k.sched, '-inf', nows, 'LIMIT', '0', 5000 + limit)
 if #due > 0 then
   fetch(k, due)
   for _, id in ipairs(due) do
     local r = J[id]
-    if r and (r[RST] == QUEUED or r[RST] == SLEEPING) and r[RRK] == '' then
-      local m = readykey(id, r[RPR], r[RRA])
-      zadd(k.ready, '0', m)
-      r[RRK] = m
+    if r and (r[RST] == QUEUED or r[RST] == SLEEPING) and r[RRD] == 0 then
+      zadd(k.ready, '0', readykey(id, r[RPR], r[RRA]))
+      r[RRD] = 1
       put(id, r)
     end
   end
@@ -46,18 +45,18 @@ local claimed = {}
 local more = true
 while more and got < limit do
   local want = limit - got
-  local ms = redis.call('ZRANGE', k.ready, 0, want - 1)
+  local ms = redis.call('ZRANGE', k.ready, '0', want - 1)
   if #ms == 0 then break end
   more = #ms == want
-  redis.call('ZREMRANGEBYRANK', k.ready, 0, #ms - 1)
+  redis.call('ZREMRANGEBYRANK', k.ready, '0', #ms - 1)
   local ids = {}
   for i, m in ipairs(ms) do ids[i] = string.sub(m, 25) end
   fetch(k, ids)
   for i, m in ipairs(ms) do
     local id = ids[i]
     local r = J[id]
-    if r and (r[RST] == QUEUED or r[RST] == SLEEPING) and r[RRK] == m then
-      r[RRK] = ''
+    if r and (r[RST] == QUEUED or r[RST] == SLEEPING) and r[RRD] == 1 then
+      r[RRD] = 0
       if r[RRA] > now then
         place(k, id, r, now)
         put(id, r)
@@ -169,7 +168,7 @@ closerun(k, r, RUN_FAILED, now, err)
 r[RLE], r[RRA] = err, ra
 place(k, id, r, now)
 put(id, r)
-if r[RRK] ~= '' then wake() end
+if r[RRD] == 1 then wake() end
 return {'ok', 'queued'}
 `
 
@@ -189,7 +188,7 @@ closerun(k, r, RUN_SLEEPING, now, nil)
 r[RRA] = ra
 place(k, id, r, now)
 put(id, r)
-if r[RRK] ~= '' then wake() end
+if r[RRD] == 1 then wake() end
 return {'ok'}
 `
 
@@ -205,6 +204,6 @@ local f = id .. '|' .. step
 local v = redis.call('HMGET', k.cp, f .. '|v', f .. '|c')
 if v[1] then return {'ok', v[1], v[2]} end
 redis.call('HSET', k.cp, f .. '|v', ARGV[6], f .. '|c', fmt(now))
-redis.call('ZADD', k.cpx, 0, f)
+redis.call('ZADD', k.cpx, '0', f)
 return {'ok', ARGV[6], fmt(now)}
 `

@@ -46,7 +46,7 @@ local now = now_us()
 local nows = fmt(now)
 local limit = tonumber(ARGV[3])
 local req, failed, canc = 0, 0, 0
-local dl = redis.call('ZRANGEBYSCORE', k.dead, '-inf', nows, 'LIMIT', 0, limit)
+local dl = redis.call('ZRANGEBYSCORE', k.dead, '-inf', nows, 'LIMIT', '0', ARGV[3])
 fetch(k, dl)
 for _, id in ipairs(dl) do
   local r = J[id]
@@ -64,7 +64,7 @@ for _, id in ipairs(dl) do
 end
 local left = limit - canc
 if left > 0 then
-  local exp = redis.call('ZRANGEBYSCORE', k.lease, '-inf', nows, 'LIMIT', 0, left)
+  local exp = redis.call('ZRANGEBYSCORE', k.lease, '-inf', nows, 'LIMIT', '0', left)
   fetch(k, exp)
   for _, id in ipairs(exp) do
     local r = J[id]

@@ -31,14 +31,11 @@ package redisq
 // flush(), which a script calls before reading such a key). The last write
 // of a member wins, as if the writes had run in order.
 const luaLib = `
-local NK = 17
-local function keys(g)
-  local b = (g - 1) * NK
-  return {job = KEYS[b+1], ready = KEYS[b+2], sched = KEYS[b+3], lease = KEYS[b+4],
-    dead = KEYS[b+5], done = KEYS[b+6], idx = KEYS[b+7], idem = KEYS[b+8], rate = KEYS[b+9],
-    run = KEYS[b+10], cp = KEYS[b+11], cpx = KEYS[b+12], conf = KEYS[b+13], rstat = KEYS[b+14],
-    cnt = KEYS[b+15], pend = KEYS[b+16], txn = KEYS[b+17]}
-end
+-- KF returns the keys of queue group g of the running script by name:
+-- each script gets only the keys it touches, in its own order (see
+-- luaScript.keysFunc).
+local KF
+local function keys(g) return KF(g) end
 
 local function now_us()
   if ARGV[1] ~= '' then return tonumber(ARGV[1]) end
@@ -63,20 +60,21 @@ local function pad(s, w)
   return s
 end
 
--- The record layout RF: run at, creation time and cancellation deadline
--- (the three the enqueue script fills in, first), state, priority,
--- attempt, max attempts, first started (0: never), finished (0: not), max
--- duration (µs, 0: none), lease token, run count, then the last run's
--- status, start and finish, and the strings: task, lease worker, last
--- run's error (its id is runid(id, token)), last error, idempotency key
--- and ready member ('' when not ready), each after its length. The
--- deadline is that of the job's current phase: creation plus max delay
--- until its first start, then first start plus max duration. A running
--- job's lease expiry is its score in the lease set, not in the record, so
--- that a heartbeat writes no record.
-local RF = '>dddBhdddddddBddIc0Ic0Ic0Ic0Ic0Ic0'
-local RRA, RCA, RDL, RST, RPR, RA, RMA, RFS, RFA, RMU, RLT, RRN = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12
-local RRS, RRB, RRF, RT, RLW, RRE, RLE, RIK, RRK = 13, 14, 15, 16, 17, 18, 19, 20, 21
+-- The record layout RF: run at, creation time, cancellation deadline and
+-- whether the job is in the ready set (the four the enqueue script fills
+-- in, first), state, priority, attempt, max attempts, first started (0:
+-- never), finished (0: not), max duration (µs, 0: none), lease token, run
+-- count, then the last run's status, start and finish, and the strings:
+-- task, lease worker, last run's error (its id is runid(id, token)), last
+-- error and idempotency key, each after its length. The deadline is that
+-- of the job's current phase: creation plus max delay until its first
+-- start, then first start plus max duration. A ready job's member in the
+-- ready set is readykey(id, priority, run at). A running job's lease
+-- expiry is its score in the lease set, not in the record, so that a
+-- heartbeat writes no record.
+local RF = '>dddBBhdddddddBddHc0Hc0Hc0Hc0Hc0'
+local RRA, RCA, RDL, RRD, RST, RPR, RA, RMA, RFS, RFA, RMU, RLT, RRN = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13
+local RRS, RRB, RRF, RT, RLW, RRE, RLE, RIK = 14, 15, 16, 17, 18, 19, 20, 21
 
 -- job states and run statuses, as the record codes them
 local QUEUED, RUNNING, SLEEPING, SUCCEEDED, FAILED, CANCELLED = 1, 2, 3, 4, 5, 6
@@ -89,7 +87,8 @@ local RSN = {'running', 'succeeded', 'failed', 'sleeping', 'cancelled', 'lost'}
 -- holds records already packed for the reply, which flush reuses.
 local J, JW, JWS, P = {}, {}, {}, {}
 
--- chunks calls fn(i, j) over 1..n in ranges that stay within Lua's stack.
+-- chunks calls fn(i, j) over 1..n in ranges of at most size, which stay
+-- within Lua's stack.
 local function chunks(n, size, fn)
   local i = 1
   while i <= n do
@@ -99,30 +98,38 @@ local function chunks(n, size, fn)
   end
 end
 
+-- hmget returns the values of the fields of hash key, in chunks of 4,000
+-- (a single call, without building a closure, when they fit in one).
+local function hmget(key, fields)
+  local n = #fields
+  if n <= 4000 then return redis.call('HMGET', key, unpack(fields)) end
+  local out = {}
+  chunks(n, 4000, function(i, j)
+    local v = redis.call('HMGET', key, unpack(fields, i, j))
+    for m = i, j do out[m] = v[m - i + 1] end
+  end)
+  return out
+end
+
 -- fetch reads the records of ids (and, when cold, their "|x" fields, as
--- returned in the second result) with one HMGET per 4,000 fields.
+-- returned in the second result).
 local function fetch(k, ids, cold)
   local need = {}
   for _, id in ipairs(ids) do
     if J[id] == nil then need[#need + 1] = id end
   end
   if #need > 0 then
-    chunks(#need, 4000, function(i, j)
-      local v = redis.call('HMGET', k.job, unpack(need, i, j))
-      for n = i, j do
-        local s = v[n - i + 1]
-        if s then J[need[n]] = {sunpack(RF, s)} else J[need[n]] = false end
-      end
-    end)
+    local v = hmget(k.job, need)
+    for n, id in ipairs(need) do
+      local s = v[n]
+      if s then J[id] = {sunpack(RF, s)} else J[id] = false end
+    end
   end
   if not cold then return nil end
-  local x = {}
   local names = {}
   for i, id in ipairs(ids) do names[i] = id .. '|x' end
-  chunks(#names, 4000, function(i, j)
-    local v = redis.call('HMGET', k.job, unpack(names, i, j))
-    for n = i, j do x[n] = v[n - i + 1] or '' end
-  end)
+  local x = hmget(k.job, names)
+  for i = 1, #ids do x[i] = x[i] or '' end
   return x
 end
 
@@ -143,9 +150,9 @@ end
 
 -- packed encodes a record in the layout RF.
 local function packed(r)
-  local t, w, e, l, ik, rk = r[RT], r[RLW], r[RRE], r[RLE], r[RIK], r[RRK]
+  local t, w, e, l, ik = r[RT], r[RLW], r[RRE], r[RLE], r[RIK]
   return spack(RF, r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13],
-    r[14], r[15], #t, t, #w, w, #e, e, #l, l, #ik, ik, #rk, rk)
+    r[14], r[15], r[16], #t, t, #w, w, #e, e, #l, l, #ik, ik)
 end
 
 -- collected index writes: Z[key][member] = score, or false to remove
@@ -171,6 +178,10 @@ end
 -- bulk runs cmd on key with the arguments in list, in chunks that stay
 -- within Lua's stack.
 local function bulk(cmd, key, list)
+  if #list <= 4000 then
+    redis.call(cmd, key, unpack(list))
+    return
+  end
   chunks(#list, 4000, function(i, j) redis.call(cmd, key, unpack(list, i, j)) end)
 end
 -- RS collects results to write: "<id>|r", value, ...
@@ -205,7 +216,8 @@ local function flush(k)
       end
     end
   end
-  Z, ZO, S = {}, {}, {}
+  if #ZO > 0 then Z, ZO = {}, {} end
+  if next(S) then S = {} end
 end
 
 -- EW is the number of values per item of an enqueue (see luaEnqueue).
@@ -241,16 +253,14 @@ end
 
 -- writejobs stores the new jobs of items 1..n of A (from position first
 -- on, EW values each, see luaEnqueue) but those in skip, which reuse a
--- job. The client packed each record but for its run at, creation time
--- and deadline (the first 24 bytes) and its ready member (the last value),
--- which depend on the script's clock. It sends one bulk write per key and
--- group, and sets groups[g].due when a job of group g is claimable now.
+-- job. The client packed each record but for its run at, creation time,
+-- deadline and ready flag (the first 25 bytes), which depend on the
+-- script's clock. It sends one bulk write per key and group, and sets
+-- groups[g].due when a job of group g is claimable now.
 local function writejobs(now, groups, A, first, n, skip)
   local ng = #groups
   local nowp = pad(fmt(now), 18) .. '|'
-  local HEAD = spack('>ddd', now, now, 0)
-  local NORK = spack('>I', 0)
-  local RKH = {}
+  local HEAD = spack('>dddB', now, now, 0, 1)
   local rec, ready, sched, idx, dead, idem, cnt = {}, {}, {}, {}, {}, {}, {}
   for g = 1, ng do
     rec[g], ready[g], sched[g], idx[g], dead[g], idem[g], cnt[g] = {}, {}, {}, {}, {}, {}, {}
@@ -273,21 +283,15 @@ local function writejobs(now, groups, A, first, n, skip)
       a[na + 3] = id .. '|x'
       a[na + 4] = A[b+3]
       if ras == '0' or tonumber(ras) <= now then
-        local m = A[b+9] .. nowp .. id
-        local h = RKH[#m]
-        if not h then
-          h = spack('>I', #m)
-          RKH[#m] = h
-        end
         local head = HEAD
-        if d ~= 0 then head = spack('>ddd', now, now, d) end
-        a[na + 2] = head .. A[b+4] .. h .. m
+        if d ~= 0 then head = spack('>dddB', now, now, d, 1) end
+        a[na + 2] = head .. A[b+4]
         local r = ready[g]
         r[#r + 1] = '0'
-        r[#r + 1] = m
+        r[#r + 1] = A[b+9] .. nowp .. id
         groups[g].due = true
       else
-        a[na + 2] = spack('>ddd', tonumber(ras), now, d) .. A[b+4] .. NORK
+        a[na + 2] = spack('>dddB', tonumber(ras), now, d, 0) .. A[b+4]
         local s = sched[g]
         s[#s + 1] = ras
         s[#s + 1] = id
@@ -330,23 +334,21 @@ local function readykey(id, pr, ra)
 end
 
 -- place puts a queued or sleeping job that is in neither the ready nor the
--- scheduled set into the one its due time ra calls for, and records its
--- ready member (or '') in r.
+-- scheduled set into the one its due time ra calls for.
 local function place(k, id, r, now)
   if r[RRA] <= now then
-    local m = readykey(id, r[RPR], r[RRA])
-    zadd(k.ready, '0', m)
-    r[RRK] = m
+    zadd(k.ready, '0', readykey(id, r[RPR], r[RRA]))
+    r[RRD] = 1
   else
     zadd(k.sched, fmt(r[RRA]), id)
-    r[RRK] = ''
+    r[RRD] = 0
   end
 end
 
 local function unschedule(k, id, r)
-  if r[RRK] ~= '' then zrem(k.ready, r[RRK]) end
+  if r[RRD] == 1 then zrem(k.ready, readykey(id, r[RPR], r[RRA])) end
   zrem(k.sched, id)
-  r[RRK] = ''
+  r[RRD] = 0
 end
 
 -- setstate moves a job to another state in the index and the counts.
@@ -406,7 +408,7 @@ local function finish(k, id, r, new, now, runstatus, err, result)
   else
     unschedule(k, id, r)
   end
-  r[RFA], r[RRK] = now, ''
+  r[RFA] = now
   if err then r[RLE] = err end
   if result and result ~= '' then
     RS[#RS + 1] = id .. '|r'
@@ -443,7 +445,10 @@ end
 -- the last call collected (a library's state outlives its calls).
 local function begin()
   sformat, mpack, munpack, spack, sunpack = string.format, cmsgpack.pack, cmsgpack.unpack, struct.pack, struct.unpack
-  J, JW, JWS, P, RS = {}, {}, {}, {}, {}
-  Z, ZO, S = {}, {}, {}
+  -- flush empties the others at the end of every call; a call that failed
+  -- may have left them full
+  if next(J) then J = {} end
+  if #JW > 0 or next(P) or #RS > 0 then JW, JWS, P, RS = {}, {}, {}, {} end
+  if #ZO > 0 or next(S) then Z, ZO, S = {}, {}, {} end
 end
 `

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"fmt"
 	"regexp"
 	"strings"
 
@@ -18,6 +19,7 @@ type luaScript struct {
 	body string
 	src  string // the script for EVAL: the helpers the body uses, then the body
 	hash string
+	keys []int // the queue keys it touches (k* indexes), in KEYS order per queue
 }
 
 // scriptHead and scriptTail wrap a body into a script for EVAL. The body
@@ -26,14 +28,49 @@ type luaScript struct {
 // (group 1; the enqueue script flushes its other groups itself).
 const (
 	scriptHead = "local KEYS, ARGV = KEYS, ARGV\n"
-	scriptTail = "\nend\nbegin()\nlocal r = main()\nflush(keys(1))\nreturn r\n"
+	scriptTail = "\nend\nKF = $KF\nbegin()\nlocal r = main()\nflush(keys(1))\nreturn r\n"
 )
 
+// luaKeyRef finds the queue keys a script touches: every key is reached as
+// a field of a keys() table named k.
+var luaKeyRef = regexp.MustCompile(`\bk\.([a-z]+)\b`)
+
 func newScript(name, body string) *luaScript {
+	s := &luaScript{name: name, body: body}
 	main := "local function main()\n" + body + scriptTail
-	src := scriptHead + luaLibFor(main) + main
-	sum := sha1.Sum([]byte(src))
-	return &luaScript{name: name, body: body, src: src, hash: hex.EncodeToString(sum[:])}
+	used := map[string]bool{}
+	for _, m := range luaKeyRef.FindAllStringSubmatch(luaLibFor(main)+main, -1) {
+		used[m[1]] = true
+	}
+	for i, n := range keyNames {
+		if used[n] {
+			s.keys = append(s.keys, i)
+			delete(used, n)
+		}
+	}
+	if len(used) > 0 {
+		panic(fmt.Sprintf("redisq: script %s names unknown keys %v", name, used))
+	}
+	main = "local function main()\n" + body + strings.Replace(scriptTail, "$KF", s.keysFunc(), 1)
+	s.src = scriptHead + luaLibFor(main) + main
+	sum := sha1.Sum([]byte(s.src))
+	s.hash = hex.EncodeToString(sum[:])
+	return s
+}
+
+// keysFunc is the Lua function that names the script's keys of queue
+// group g: a table constructor, which Lua sizes once.
+func (s *luaScript) keysFunc() string {
+	var sb strings.Builder
+	fmt.Fprintf(&sb, "function(g)\n  local b = (g - 1) * %d\n  return {", len(s.keys))
+	for i, k := range s.keys {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		fmt.Fprintf(&sb, "%s = KEYS[b + %d]", keyNames[k], i+1)
+	}
+	sb.WriteString("}\nend")
+	return sb.String()
 }
 
 // The scripts of the backend.
@@ -82,9 +119,9 @@ func buildLibrary() string {
 	sb.WriteString("#!lua name=" + libraryName + "\nlocal KEYS, ARGV\n")
 	sb.WriteString(luaLib)
 	sb.WriteString(`
-local function entry(main)
+local function entry(main, kf)
   return function(k, a)
-    KEYS, ARGV = k, a
+    KEYS, ARGV, KF = k, a, kf
     begin()
     local r = main()
     flush(keys(1))
@@ -94,7 +131,7 @@ end
 `)
 	for _, s := range allScripts {
 		s.name = libraryName + "_" + s.name
-		sb.WriteString("redis.register_function('" + s.name + "', entry(function()\n" + s.body + "\nend))\n")
+		sb.WriteString("redis.register_function('" + s.name + "', entry(function()\n" + s.body + "\nend, " + s.keysFunc() + "))\n")
 	}
 	return sb.String()
 }
