@@ -29,7 +29,8 @@ import (
 // BOSON_REDIS_COST_CALLGRIND set to that server's pid, it zeroes the counts
 // before each phase and dumps them after it, named by the phase.
 // BOSON_REDIS_COST_JOBS sets the jobs per round (and a twentieth of them
-// single-job rounds):
+// single-job rounds); BOSON_REDIS_COST_SCRIPTS=eval sends the scripts with
+// EVALSHA instead of FCALL:
 //
 //	go test -run '^$' -bench ServerCost -benchtime 3x .
 func BenchmarkServerCost(b *testing.B) {
@@ -45,7 +46,11 @@ func BenchmarkServerCost(b *testing.B) {
 	}
 	c := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: time.Minute})
 	b.Cleanup(func() { c.Close() })
-	be := newBackend(b, c, Options{})
+	opts := Options{}
+	if os.Getenv("BOSON_REDIS_COST_SCRIPTS") == "eval" {
+		opts.Scripts = ScriptsEval
+	}
+	be := newBackend(b, c, opts)
 	ctx := context.Background()
 	pid := os.Getenv("BOSON_REDIS_COST_CALLGRIND")
 	callgrind := func(args ...string) {
