@@ -287,75 +287,91 @@ func (b *Backend) settleBatches(ctx context.Context, pend, txn []string) error {
 		return err
 	}
 	for _, q := range pend {
-		key := b.ks.queueKeys(q)[kPend]
-		fields, err := b.rdb.HKeys(ctx, key).Result()
-		if err != nil {
-			return wrap("rescue: batches", err)
-		}
-		var metas []string
-		for _, f := range fields {
-			if strings.HasPrefix(f, "m|") {
-				metas = append(metas, f)
-			}
-		}
-		if len(metas) == 0 {
-			continue
-		}
-		vals, err := b.rdb.HMGet(ctx, key, metas...).Result()
-		if err != nil {
-			return wrap("rescue: batches", err)
-		}
-		for i, f := range metas {
-			meta, _ := str(vals[i])
-			if _, err := b.settlePart(ctx, q, f[2:], meta, now); err != nil {
-				return err
-			}
+		if err := b.settleParts(ctx, q, now); err != nil {
+			return err
 		}
 	}
 	for _, q := range txn {
-		key := b.ks.queueKeys(q)[kTxn]
-		all, err := b.rdb.HGetAll(ctx, key).Result()
-		if err != nil {
-			return wrap("rescue: batches", err)
-		}
-		for batch, v := range all {
-			parts := strings.SplitN(v, "|", 3)
-			if len(parts) != 3 {
-				continue
-			}
-			at, _ := strconv.ParseInt(parts[1], 10, 64)
-			age := time.Duration(now.UnixMicro()-at) * time.Microsecond
-			if parts[0] == "a" {
-				if age >= batchRetention {
-					if err := b.rdb.HDel(ctx, key, batch).Err(); err != nil {
-						return wrap("rescue: batches", err)
-					}
-				}
-				continue
-			}
-			if age < BatchTimeout || parts[2] == "" {
-				continue
-			}
-			// A committed batch: forget the decision once no participant
-			// holds a part of it.
-			pipe := b.rdb.Pipeline()
-			var held []*redis.BoolCmd
-			for _, p := range strings.Split(parts[2], ",") {
-				held = append(held, pipe.HExists(ctx, b.ks.queueKeys(p)[kPend], "m|"+batch))
-			}
-			if _, err := pipe.Exec(ctx); err != nil {
-				return wrap("rescue: batches", err)
-			}
-			left := false
-			for _, h := range held {
-				left = left || h.Val()
-			}
-			if !left {
-				if err := b.rdb.HDel(ctx, key, batch).Err(); err != nil {
-					return wrap("rescue: batches", err)
-				}
-			}
+		if err := b.forgetDecisions(ctx, q, now); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// settleParts settles every prepared part that queue q holds.
+func (b *Backend) settleParts(ctx context.Context, q string, now time.Time) error {
+	key := b.ks.queueKeys(q)[kPend]
+	fields, err := b.rdb.HKeys(ctx, key).Result()
+	if err != nil {
+		return wrap("rescue: batches", err)
+	}
+	var metas []string
+	for _, f := range fields {
+		if strings.HasPrefix(f, "m|") {
+			metas = append(metas, f)
+		}
+	}
+	if len(metas) == 0 {
+		return nil
+	}
+	vals, err := b.rdb.HMGet(ctx, key, metas...).Result()
+	if err != nil {
+		return wrap("rescue: batches", err)
+	}
+	for i, f := range metas {
+		meta, _ := str(vals[i])
+		if _, err := b.settlePart(ctx, q, f[2:], meta, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// forgetDecisions removes the decisions that coordinator q keeps and no
+// longer needs: an abort after batchRetention (no commit of it can come
+// any more), a commit once none of its participants holds a part.
+func (b *Backend) forgetDecisions(ctx context.Context, q string, now time.Time) error {
+	key := b.ks.queueKeys(q)[kTxn]
+	all, err := b.rdb.HGetAll(ctx, key).Result()
+	if err != nil {
+		return wrap("rescue: batches", err)
+	}
+	var done []string
+	for batch, v := range all {
+		parts := strings.SplitN(v, "|", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		at, _ := strconv.ParseInt(parts[1], 10, 64)
+		age := time.Duration(now.UnixMicro()-at) * time.Microsecond
+		if parts[0] == "a" {
+			if age >= batchRetention {
+				done = append(done, batch)
+			}
+			continue
+		}
+		if age < BatchTimeout || parts[2] == "" {
+			continue
+		}
+		pipe := b.rdb.Pipeline()
+		var held []*redis.BoolCmd
+		for _, p := range strings.Split(parts[2], ",") {
+			held = append(held, pipe.HExists(ctx, b.ks.queueKeys(p)[kPend], "m|"+batch))
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return wrap("rescue: batches", err)
+		}
+		left := false
+		for _, h := range held {
+			left = left || h.Val()
+		}
+		if !left {
+			done = append(done, batch)
+		}
+	}
+	if len(done) == 0 {
+		return nil
+	}
+	return wrap("rescue: batches", b.rdb.HDel(ctx, key, done...).Err())
 }

@@ -330,13 +330,16 @@ func TestClusterBatchClientDies(t *testing.T) {
 		}
 		return c[core.StateQueued]
 	}
-	leftovers := func() int64 {
+	// rescueLeaves runs Rescue and checks what batch parts and decisions
+	// are left.
+	rescueLeaves := func(t *testing.T, want int64) {
 		t.Helper()
-		n, err := batchLeftovers(ctx, b, "qa", "qb")
-		if err != nil {
+		if _, err := b.Rescue(ctx, core.RescueRequest{Limit: 10}); err != nil {
 			t.Fatal(err)
 		}
-		return n
+		if n, err := batchLeftovers(ctx, b, "qa", "qb"); err != nil || n != want {
+			t.Fatalf("after Rescue: %d batch parts or decisions left, want %d (%v)", n, want, err)
+		}
 	}
 	// The calls of a two-queue batch: 1 prepare qb, 2 commit qa, 3 apply qb.
 
@@ -376,13 +379,9 @@ func TestClusterBatchClientDies(t *testing.T) {
 			t.Fatalf("%d jobs, want only the new one", n)
 		}
 		// The abort decision stays for the retention, then Rescue drops it.
-		if _, err := b.Rescue(ctx, core.RescueRequest{Limit: 10}); err != nil || leftovers() != 1 {
-			t.Fatalf("rescue: %v, %d left", err, leftovers())
-		}
+		rescueLeaves(t, 1)
 		clock.Advance(batchRetention)
-		if _, err := b.Rescue(ctx, core.RescueRequest{Limit: 10}); err != nil || leftovers() != 0 {
-			t.Fatalf("rescue: %v, %d left", err, leftovers())
-		}
+		rescueLeaves(t, 0)
 	})
 
 	t.Run("after the commit, finished by an enqueue", func(t *testing.T) {
@@ -402,9 +401,7 @@ func TestClusterBatchClientDies(t *testing.T) {
 			t.Fatalf("%d jobs, want the whole batch", n)
 		}
 		clock.Advance(BatchTimeout + time.Second)
-		if _, err := b.Rescue(ctx, core.RescueRequest{Limit: 10}); err != nil || leftovers() != 0 {
-			t.Fatalf("rescue: %v, %d left", err, leftovers())
-		}
+		rescueLeaves(t, 0)
 	})
 
 	t.Run("after the commit, finished by Rescue", func(t *testing.T) {
@@ -413,16 +410,12 @@ func TestClusterBatchClientDies(t *testing.T) {
 			t.Fatalf("Enqueue: %v, want the dead client's error", err)
 		}
 		hook.disarm()
-		if _, err := b.Rescue(ctx, core.RescueRequest{Limit: 10}); err != nil {
-			t.Fatal(err)
-		}
+		rescueLeaves(t, 1) // the decision, until the batch timeout
 		if n := count("t3"); n != 2 {
 			t.Fatalf("%d jobs after Rescue, want the whole batch", n)
 		}
 		clock.Advance(BatchTimeout + time.Second)
-		if _, err := b.Rescue(ctx, core.RescueRequest{Limit: 10}); err != nil || leftovers() != 0 {
-			t.Fatalf("rescue: %v, %d left", err, leftovers())
-		}
+		rescueLeaves(t, 0)
 	})
 
 	t.Run("a commit after an abort refuses", func(t *testing.T) {
@@ -444,8 +437,6 @@ func TestClusterBatchClientDies(t *testing.T) {
 			t.Fatalf("the batch again: %+v %v", res, err)
 		}
 		clock.Advance(batchRetention)
-		if _, err := b.Rescue(ctx, core.RescueRequest{Limit: 10}); err != nil || leftovers() != 0 {
-			t.Fatalf("rescue: %v, %d left", err, leftovers())
-		}
+		rescueLeaves(t, 0)
 	})
 }

@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -189,28 +188,13 @@ func median(v []float64) float64 {
 // serverStats returns the server's time inside script calls (µs, from
 // INFO commandstats) and its CPU time (µs, user + system, from INFO cpu).
 func serverStats(tb testing.TB, c *redis.Client) (script, cpu float64) {
-	tb.Helper()
-	info, err := c.Info(context.Background(), "commandstats", "cpu").Result()
-	if err != nil {
-		tb.Fatal(err)
+	f := infoFields(tb, c, "commandstats", "cpu")
+	for _, name := range []string{"cmdstat_evalsha", "cmdstat_eval", "cmdstat_fcall"} {
+		script += statField(f[name], "usec")
 	}
-	for _, line := range strings.Split(info, "\r\n") {
-		name, val, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		switch name {
-		case "cmdstat_evalsha", "cmdstat_eval", "cmdstat_fcall":
-			for _, f := range strings.Split(val, ",") {
-				if us, ok := strings.CutPrefix(f, "usec="); ok {
-					n, _ := strconv.ParseFloat(us, 64)
-					script += n
-				}
-			}
-		case "used_cpu_user", "used_cpu_sys":
-			n, _ := strconv.ParseFloat(val, 64)
-			cpu += n * 1e6
-		}
+	for _, name := range []string{"used_cpu_user", "used_cpu_sys"} {
+		n, _ := strconv.ParseFloat(f[name], 64)
+		cpu += n * 1e6
 	}
 	return script, cpu
 }

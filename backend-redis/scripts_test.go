@@ -3,6 +3,7 @@ package redisq
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,28 +13,40 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
+// infoFields returns the "name:value" lines of INFO sections.
+func infoFields(tb testing.TB, c *redis.Client, sections ...string) map[string]string {
+	tb.Helper()
+	info, err := c.Info(context.Background(), sections...).Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(info, "\r\n") {
+		if name, val, ok := strings.Cut(line, ":"); ok {
+			out[name] = val
+		}
+	}
+	return out
+}
+
+// statField returns a field ("calls", "usec") of an INFO commandstats value.
+func statField(val, field string) float64 {
+	for _, f := range strings.Split(val, ",") {
+		if v, ok := strings.CutPrefix(f, field+"="); ok {
+			n, _ := strconv.ParseFloat(v, 64)
+			return n
+		}
+	}
+	return 0
+}
+
 // scriptCalls returns how many FCALL and EVALSHA or EVAL calls a server has
 // served.
 func scriptCalls(t *testing.T, c *redis.Client) (fcall, eval int64) {
 	t.Helper()
-	info, err := c.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, line := range strings.Split(info, "\r\n") {
-		name, val, ok := strings.Cut(line, ":")
-		if !ok {
-			continue
-		}
-		calls, _, _ := strings.Cut(strings.TrimPrefix(val, "calls="), ",")
-		n := toInt(calls)
-		switch name {
-		case "cmdstat_fcall":
-			fcall += n
-		case "cmdstat_evalsha", "cmdstat_eval":
-			eval += n
-		}
-	}
+	f := infoFields(t, c, "commandstats")
+	fcall = int64(statField(f["cmdstat_fcall"], "calls"))
+	eval = int64(statField(f["cmdstat_evalsha"], "calls") + statField(f["cmdstat_eval"], "calls"))
 	return fcall, eval
 }
 
