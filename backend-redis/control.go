@@ -95,9 +95,9 @@ func (b *Backend) Rescue(ctx context.Context, req core.RescueRequest) (core.Resc
 	if err != nil {
 		return out, err
 	}
-	if err := b.settleBatches(ctx, pend, txn); err != nil {
-		return out, err
-	}
+	// A batch that cannot be settled now (its coordinator does not answer)
+	// does not hold up the rescue of leases and deadlines.
+	settleErr := b.settleBatches(ctx, pend, txn)
 	for _, q := range qs {
 		left := req.Limit - out.Total()
 		if left <= 0 {
@@ -115,7 +115,7 @@ func (b *Backend) Rescue(ctx context.Context, req core.RescueRequest) (core.Resc
 		out.Failed += int(toInt(arr[1]))
 		out.Cancelled += int(toInt(arr[2]))
 	}
-	return out, nil
+	return out, settleErr
 }
 
 // rescueScope keeps the queues that have a running job or a pending
