@@ -1,20 +1,15 @@
 package conformance_test
 
 import (
-	"bufio"
-	"bytes"
 	"os"
 	"os/exec"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/boson-go/boson/conformance/internal/faulty"
+	"github.com/boson-go/boson/conformance/mutants"
 )
-
-// failLine matches go test's report of a failed subtest of TestMem.
-var failLine = regexp.MustCompile(`^\s*--- FAIL: TestMem/(\S+) \(`)
 
 // TestSuiteCatchesFaultyBackends runs the suite, in a subprocess of this
 // test binary, against mem wrapped in each deliberate fault, and checks
@@ -58,28 +53,7 @@ func runFaulty(t *testing.T, fault string) (failed []string, out []byte, err err
 		"-rapid.nofailfile", "-rapid.shrinktime=2s", "-rapid.checks=50")
 	cmd.Env = append(os.Environ(), faultEnv+"="+fault)
 	out, err = cmd.CombinedOutput()
-	var all []string
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		if m := failLine.FindStringSubmatch(sc.Text()); m != nil {
-			all = append(all, m[1])
-		}
-	}
-	// Keep leaves: drop a name that prefixes another failed name.
-	for _, n := range all {
-		leaf := true
-		for _, o := range all {
-			if strings.HasPrefix(o, n+"/") {
-				leaf = false
-				break
-			}
-		}
-		if leaf {
-			failed = append(failed, n)
-		}
-	}
-	slices.Sort(failed)
-	return failed, out, err
+	return mutants.FailedLeaves("TestMem", out), out, err
 }
 
 func tail(b []byte, lines int) string {
