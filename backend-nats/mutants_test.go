@@ -1,0 +1,129 @@
+package natsq_test
+
+import (
+	"testing"
+
+	"github.com/boson-go/boson/conformance/mutants"
+)
+
+// storeMutants break one rule each in the replica's state machine (apply.go
+// and state.go), its reads and its notifications. TestMutants builds the
+// suite with each one in turn and requires the named cases to fail.
+var storeMutants = []mutants.Mutant{{
+	Name:   "claim-ignores-run-at",
+	Breaks: []string{mutants.ClaimDueOnly},
+	Edits: []mutants.Edit{
+		{File: "apply.go", Find: "if k.runAt > nowMicros {", Replace: "if k.runAt > nowMicros+1<<60 {"},
+		{File: "read.go", Find: "if k.runAt <= nowMicros {", Replace: "if k.runAt <= nowMicros+1<<60 {"},
+	},
+	CaughtBy: []string{"Claim/FutureRunAt", "Outcome/FailRetryAt", mutants.ModelCase},
+}, {
+	Name:     "claim-over-limit",
+	Breaks:   []string{mutants.ClaimLimit},
+	Edits:    []mutants.Edit{{File: "apply.go", Find: "return len(picked) < c.Limit", Replace: "return len(picked) <= c.Limit"}},
+	CaughtBy: []string{"Claim/Limit", mutants.ModelCase},
+}, {
+	Name:     "claim-keeps-ready-entry",
+	Breaks:   []string{mutants.ClaimExclusive},
+	Edits:    []mutants.Edit{{File: "apply.go", Find: "\t\ts.unindex(r)\n\t\tj := &r.job\n\t\tif j.State != core.StateSleeping {", Replace: "\t\tj := &r.job\n\t\tif j.State != core.StateSleeping {"}},
+	CaughtBy: []string{"Claim/RunningNotReclaimed"},
+}, {
+	Name:     "token-reused",
+	Breaks:   []string{mutants.TokensIncrease, mutants.FenceWrites},
+	Edits:    []mutants.Edit{{File: "apply.go", Find: "Token: j.Lease.Token + 1, ExpiresAt", Replace: "Token: max(j.Lease.Token, 1), ExpiresAt"}},
+	CaughtBy: []string{"Fencing/AfterRescue/Complete", "Reads/RunIDsUnique"},
+}, {
+	Name:     "fence-ignores-token",
+	Breaks:   []string{mutants.FenceWrites},
+	Edits:    []mutants.Edit{{File: "apply.go", Find: "if r.job.State != core.StateRunning || r.job.Lease.Token != l.Token {", Replace: "if r.job.State != core.StateRunning {"}},
+	CaughtBy: []string{"Fencing/AfterRescue/Complete", "Fencing/AfterRescue/Heartbeat", "Fencing/AfterRescue/SaveCheckpoint"},
+}, {
+	Name:   "fail-unfenced",
+	Breaks: []string{mutants.FenceFail},
+	Edits: []mutants.Edit{{File: "apply.go",
+		Find:    "\tr, err := s.fenced(c.Lease)\n\tif err != nil {\n\t\treturn outcome{err: err}\n\t}\n\ts.unindex(r)\n\tr.closeRun(core.RunFailed",
+		Replace: "\tr := s.jobs[c.Lease.JobID]\n\tif r == nil {\n\t\treturn outcome{err: core.ErrLeaseLost}\n\t}\n\ts.unindex(r)\n\tr.closeRun(core.RunFailed"}},
+	CaughtBy: []string{"Fencing/AfterRescue/Fail", "Fencing/AfterComplete/Fail", "Fencing/AfterCancel/Fail"},
+}, {
+	Name:   "sleep-unfenced",
+	Breaks: []string{mutants.FenceSleep},
+	Edits: []mutants.Edit{{File: "apply.go",
+		Find:    "\tr, err := s.fenced(c.Lease)\n\tif err != nil {\n\t\treturn outcome{err: err}\n\t}\n\ts.unindex(r)\n\tr.closeRun(core.RunSleeping",
+		Replace: "\tr := s.jobs[c.Lease.JobID]\n\tif r == nil {\n\t\treturn outcome{err: core.ErrLeaseLost}\n\t}\n\ts.unindex(r)\n\tr.closeRun(core.RunSleeping"}},
+	CaughtBy: []string{"Fencing/AfterRescue/Sleep", "Fencing/AfterComplete/Sleep", "Fencing/AfterCancel/Sleep"},
+}, {
+	Name:     "rescue-before-expiry",
+	Breaks:   []string{mutants.RescueAfterExpiry},
+	Edits:    []mutants.Edit{{File: "apply.go", Find: "if !seen[r.job.ID] && !r.job.Lease.ExpiresAt.After(now) {", Replace: "if !seen[r.job.ID] {"}},
+	CaughtBy: []string{"Lease/RescueOnlyExpired", mutants.ModelCase},
+}, {
+	Name:     "rescue-exhausted-requeued",
+	Breaks:   []string{mutants.ExhaustedFails},
+	Edits:    []mutants.Edit{{File: "apply.go", Find: "r.closeRun(core.RunLost, now, \"lease expired\")\n\t\tif r.job.Attempt >= r.job.MaxAttempts {", Replace: "r.closeRun(core.RunLost, now, \"lease expired\")\n\t\tif false {"}},
+	CaughtBy: []string{"Lease/RescueExhaustedFails"},
+}, {
+	Name:     "fail-exhausted-requeued",
+	Breaks:   []string{mutants.ExhaustedFails},
+	Edits:    []mutants.Edit{{File: "apply.go", Find: "if c.Terminal || r.job.Attempt >= r.job.MaxAttempts {", Replace: "if c.Terminal {"}},
+	CaughtBy: []string{"Outcome/FailAttemptsExhausted", mutants.ModelCase},
+}, {
+	Name:     "retry-keeps-max-attempts",
+	Breaks:   []string{mutants.RetryGrowsAttempts},
+	Edits:    []mutants.Edit{{File: "apply.go", Find: "\tif r.job.Attempt >= r.job.MaxAttempts {\n\t\tr.job.MaxAttempts = r.job.Attempt + 1\n\t}\n", Replace: ""}},
+	CaughtBy: []string{"Retry/SpentBudget"},
+}, {
+	Name:   "batch-written-before-conflict",
+	Breaks: []string{mutants.BatchAtomic},
+	Edits: []mutants.Edit{{File: "apply.go",
+		Find:    "if r.job.Fingerprint != j.Fingerprint {\n",
+		Replace: "if r.job.Fingerprint != j.Fingerprint {\n\t\t\t\t\tfor _, pj := range c.Jobs[:i] {\n\t\t\t\t\t\ts.insert(pj)\n\t\t\t\t\t}\n"}},
+	CaughtBy: []string{"Idempotency/Conflict"},
+}, {
+	Name:     "cleanup-ignores-horizon",
+	Breaks:   []string{mutants.CleanupHorizon},
+	Edits:    []mutants.Edit{{File: "apply.go", Find: "if k.at >= before || len(doomed) >= c.Limit {", Replace: "if k.at >= before+1<<60 || len(doomed) >= c.Limit {"}},
+	CaughtBy: []string{"Cleanup/OnlyTerminalBeforeHorizon"},
+}, {
+	Name:   "cleanup-deletes-live",
+	Breaks: []string{mutants.CleanupTerminalOnly},
+	Edits: []mutants.Edit{{File: "apply.go",
+		Find:    "\tfor _, r := range doomed {\n\t\ts.remove(r)\n\t}",
+		Replace: "\tfor _, r := range s.running {\n\t\tdoomed = append(doomed, r)\n\t}\n\tfor _, r := range doomed {\n\t\ts.remove(r)\n\t}"}},
+	CaughtBy: []string{"Cleanup/OnlyTerminalBeforeHorizon"},
+}, {
+	Name:     "cleanup-keeps-key",
+	Breaks:   []string{mutants.CleanupReleasesKey},
+	Edits:    []mutants.Edit{{File: "state.go", Find: "\t\tif s.idem[k] == r {\n\t\t\tdelete(s.idem, k)\n\t\t}", Replace: "\t\t_ = k"}},
+	CaughtBy: []string{"Idempotency/ReleasedByCleanup"},
+}, {
+	Name:     "page-repeats-cursor",
+	Breaks:   []string{mutants.PagesExactlyOnce},
+	Edits:    []mutants.Edit{{File: "read.go", Find: "\t\tif id == f.Cursor {\n\t\t\treturn true\n\t\t}\n", Replace: ""}},
+	CaughtBy: []string{"Reads/PaginationAscending", "Reads/PaginationExactPages"},
+}, {
+	Name:   "queues-share-ready",
+	Breaks: []string{mutants.QueueIsolation},
+	Edits: []mutants.Edit{
+		{File: "state.go", Find: "\tt := s.ready[queue]\n\tif t == nil {\n\t\tt = btree.NewG(32, readyLess)\n\t\ts.ready[queue] = t", Replace: "\tt := s.ready[\"\"]\n\tif t == nil {\n\t\tt = btree.NewG(32, readyLess)\n\t\ts.ready[\"\"] = t"},
+		{File: "apply.go", Find: "tree := s.ready[c.Queue]", Replace: "tree := s.ready[\"\"]"},
+	},
+	CaughtBy: []string{"Claim/QueueIsolation"},
+}, {
+	Name:   "no-signals",
+	Breaks: []string{mutants.Notifications},
+	Edits: []mutants.Edit{
+		{File: "log.go", Find: "\t\tb.notify.signal(q)\n\t\tdelete(b.st.touched, q)", Replace: "\t\tdelete(b.st.touched, q)"},
+		{File: "notify.go", Find: "if !known || n.b.hasDue(q, now) {", Replace: "if false && (!known || n.b.hasDue(q, now)) {"},
+	},
+	CaughtBy: []string{"Capabilities/NotifyOnEnqueue", "Capabilities/NotifyOnFinish"},
+}}
+
+func TestMutantsCoverProperties(t *testing.T) {
+	mutants.RequireCoverage(t, storeMutants, mutants.Properties, 3)
+}
+
+// TestMutants runs the suite once per mutant of the replica's code and
+// requires each to be caught by the cases it names.
+func TestMutants(t *testing.T) {
+	mutants.Run(t, mutants.Target{Test: "TestConformanceEmbedded", Args: []string{"-rapid.checks=50", "-rapid.nofailfile"}}, storeMutants)
+}
