@@ -77,6 +77,7 @@ func newBackend(pool *pgxpool.Pool, owned bool, opts Options) (*Backend, error) 
 		Limits:       o.Limits,
 		Logger:       o.Logger,
 		PollInterval: o.PollInterval,
+		ClaimRescan:  o.ClaimRescan,
 	})
 	b := &Backend{queueBackend: e, e: e, pool: pool, schema: o.Schema}
 	e.OnClose(b.closeListener)

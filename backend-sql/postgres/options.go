@@ -34,6 +34,12 @@ type Options struct {
 	// zero means [DefaultPollInterval] and a negative value turns the
 	// ticks off.
 	PollInterval time.Duration
+	// ClaimRescan is how often a claim starts at the head of the claim
+	// index instead of after the queue's claim cursor, which skips the
+	// index entries of jobs this process claimed before (see the
+	// package README). Zero means 10 seconds; a negative value turns the
+	// cursors off, so that every claim starts at the head.
+	ClaimRescan time.Duration
 }
 
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,47}$`)

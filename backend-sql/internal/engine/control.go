@@ -90,6 +90,7 @@ func (e *Engine) Retry(ctx context.Context, jobID string) (core.Job, error) {
 	if err != nil {
 		return core.Job{}, e.wrap("retry", err)
 	}
+	e.cursors.note(out.Queue, out.Priority, toUS(out.RunAt), toUS(out.RunAt))
 	e.hub.signal(out.Queue)
 	return out, nil
 }

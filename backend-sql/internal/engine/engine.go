@@ -29,6 +29,10 @@ type Config struct {
 	// PollInterval is how often subscriptions get a polling signal; zero
 	// or negative turns the fallback ticks off.
 	PollInterval time.Duration
+	// ClaimRescan is how often a claim that follows a cursor starts at the
+	// head of the claim index again (dialects with claim cursors only):
+	// zero means [DefaultClaimRescan], negative turns the cursors off.
+	ClaimRescan time.Duration
 }
 
 // Engine implements core.QueueBackend on top of a Dialect and a Store.
@@ -41,6 +45,7 @@ type Engine struct {
 	limits   core.Limits
 	log      *slog.Logger
 	hub      *hub
+	cursors  *claimCursors
 	sqlCache sync.Map
 	closed   atomic.Bool
 	onClose  []func()
@@ -60,6 +65,7 @@ func New(cfg Config) *Engine {
 		clock:   cfg.Clock,
 		limits:  cfg.Limits.WithDefaults(),
 		log:     log,
+		cursors: newClaimCursors(cfg.ClaimRescan),
 	}
 	e.hub = newHub(cfg.PollInterval)
 	return e

@@ -19,6 +19,7 @@ func (e *Engine) Fail(ctx context.Context, f core.Failure) (core.JobState, error
 	msg := core.TruncateError(f.Error)
 	var state core.JobState
 	var queue string
+	var due dueJob
 	err := e.st.WriteTx(ctx, func(q Querier) error {
 		j, now, err := e.lockFenced(ctx, q, f.Lease)
 		if err != nil {
@@ -34,6 +35,7 @@ func (e *Engine) Fail(ctx context.Context, f core.Failure) (core.JobState, error
 		} else {
 			state = core.StateQueued
 			runAt := max(toUS(f.RetryAt), now)
+			due = dueJob{queue: j.Queue, prio: j.Priority, runAt: runAt}
 			_, err = q.Exec(ctx, e.render("UPDATE {s}jobs SET state = 'queued', run_at = ?, last_error = ? WHERE id = ?"), runAt, msg, j.ID)
 		}
 		if err != nil {
@@ -43,6 +45,9 @@ func (e *Engine) Fail(ctx context.Context, f core.Failure) (core.JobState, error
 	})
 	if err != nil {
 		return "", e.wrap("fail", err)
+	}
+	if state == core.StateQueued {
+		e.cursors.noteDue(due)
 	}
 	e.hub.signal(queue)
 	return state, nil
@@ -60,6 +65,7 @@ func (e *Engine) Sleep(ctx context.Context, lease core.Lease, until time.Time) e
 		return fmt.Errorf("%w: until: %v is outside the years 1970 to 9999", core.ErrInvalidArgument, until)
 	}
 	var queue string
+	var due dueJob
 	err := e.st.WriteTx(ctx, func(q Querier) error {
 		queue = ""
 		j, now, err := e.lockFenced(ctx, q, lease)
@@ -70,6 +76,7 @@ func (e *Engine) Sleep(ctx context.Context, lease core.Lease, until time.Time) e
 			return err
 		}
 		wake := max(toUS(until), now)
+		due = dueJob{queue: j.Queue, prio: j.Priority, runAt: wake}
 		if _, err = q.Exec(ctx, e.render("UPDATE {s}jobs SET state = 'sleeping', run_at = ? WHERE id = ?"), wake, j.ID); err != nil {
 			return err
 		}
@@ -82,6 +89,7 @@ func (e *Engine) Sleep(ctx context.Context, lease core.Lease, until time.Time) e
 	if err != nil {
 		return e.wrap("sleep", err)
 	}
+	e.cursors.noteDue(due)
 	if queue != "" {
 		e.hub.signal(queue)
 	}
