@@ -95,7 +95,12 @@ func (b *Backend) Pool() *pgxpool.Pool { return b.pool }
 // lock, so that processes starting at once take turns. It is safe to
 // call on every start.
 func (b *Backend) Migrate(ctx context.Context) error {
-	_, err := b.e.Migrate(ctx, "postgres", func(ctx context.Context, q engine.Querier) error {
+	return b.migrateTo(ctx, 0)
+}
+
+// migrateTo is Migrate up to version upTo (0: the last).
+func (b *Backend) migrateTo(ctx context.Context, upTo int) error {
+	_, err := b.e.MigrateTo(ctx, "postgres", upTo, func(ctx context.Context, q engine.Querier) error {
 		if _, err := q.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", "boson.migrate."+b.schema); err != nil {
 			return err
 		}

@@ -40,8 +40,14 @@ func drain(t *testing.T, b core.QueueBackend, queue string, n, batch int) {
 		for i, j := range jobs {
 			items[i] = core.Completion{Lease: j.Lease}
 		}
-		if _, err := b.Complete(ctx, items); err != nil {
+		per, err := b.Complete(ctx, items)
+		if err != nil {
 			t.Fatal(err)
+		}
+		for _, err := range per {
+			if err != nil {
+				t.Fatal(err)
+			}
 		}
 		done += len(jobs)
 	}
@@ -101,5 +107,62 @@ func TestClaimCursorSkipsDeadEntries(t *testing.T) {
 	t.Logf("buffers of the claim index scan: head %d, cursor %d", hb, cb)
 	if cb*10 > hb {
 		t.Fatalf("the claim index scan after the cursor touched %d buffers, from the head %d: want under a tenth", cb, hb)
+	}
+}
+
+// TestClaimCursorSeesOtherProcessEnqueue has one backend claim a queue, so
+// that its cursor moves past the head, while another backend (as another
+// process) enqueues a job of a higher priority, which sorts before the
+// cursor: the notification names its position, and the first backend's
+// next claim returns it, long before a rescan.
+func TestClaimCursorSeesOtherProcessEnqueue(t *testing.T) {
+	ctx := context.Background()
+	worker := newBackend(t, postgres.Options{})
+	other, err := postgres.New(worker.Pool(), postgres.Options{Schema: worker.Schema()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	wake, stop := worker.Subscribe("q")
+	defer stop()
+	reqs := make([]core.EnqueueRequest, 50)
+	for i := range reqs {
+		reqs[i] = core.EnqueueRequest{Queue: "q", Task: "t"}
+	}
+	if _, err := other.Enqueue(ctx, reqs); err != nil {
+		t.Fatal(err)
+	}
+	drain(t, worker, "q", 20, 10)
+	// Drain the wake-ups so far, then enqueue from the other backend.
+	for len(wake) > 0 {
+		<-wake
+	}
+	res, err := other.Enqueue(ctx, []core.EnqueueRequest{{Queue: "q", Task: "t", Priority: -5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-wake:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no wake-up after the other backend's enqueue")
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		jobs, err := worker.Claim(ctx, core.ClaimRequest{Queue: "q", WorkerID: "w", Limit: 1, LeaseTTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(jobs) == 1 && jobs[0].ID == res[0].Job.ID {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("claim returned %v, want the priority -5 job %s", jobs, res[0].Job.ID)
+		}
+		// A tick may have woken the subscriber before the notification
+		// arrived: wait for the next signal.
+		select {
+		case <-wake:
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }

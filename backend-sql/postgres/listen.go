@@ -71,6 +71,6 @@ func (b *Backend) listenOnceConn(ctx context.Context, connected func()) error {
 		if err != nil {
 			return err
 		}
-		b.e.Signal(n.Payload)
+		b.e.Notified(n.Payload)
 	}
 }

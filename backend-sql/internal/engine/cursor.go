@@ -2,6 +2,8 @@ package engine
 
 import (
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -54,6 +56,10 @@ const cursorSlack = int64(2 * time.Second / time.Microsecond)
 // closest in time merge into one that covers both.
 const maxCursorNotes = 256
 
+// rescanShare is how many times its own duration at least passes between
+// two claims from the head of the index.
+const rescanShare = 20
+
 // DefaultClaimRescan is how often a claim starts at the head of the claim
 // index again when the engine's configuration does not say.
 const DefaultClaimRescan = 10 * time.Second
@@ -88,7 +94,8 @@ type cursorNote struct {
 type queueCursor struct {
 	valid  bool // false: the next claim starts at the head
 	at     claimPos
-	headAt time.Time // when a claim last started at the head
+	headAt time.Time     // when a claim last started at the head
+	cost   time.Duration // how long the last claim from the head took
 	notes  []cursorNote
 }
 
@@ -116,6 +123,7 @@ type cursorStart struct {
 	pos  claimPos
 	seq  uint64 // notes up to this sequence number existed at the start
 	est  int64  // the estimated store time at the start (0: unknown)
+	at   time.Time
 }
 
 func (c *claimCursors) queue(name string) *queueCursor {
@@ -165,8 +173,10 @@ func (c *claimCursors) where(queue string, now any, claiming bool) cursorStart {
 		}
 		q = c.queue(queue)
 	}
-	st := cursorStart{seq: c.seq, est: c.estimate(now)}
-	if !q.valid || time.Since(q.headAt) >= c.rescan {
+	st := cursorStart{seq: c.seq, est: c.estimate(now), at: time.Now()}
+	// Rescans cost a twentieth of the claims' time at most, however many
+	// dead entries they walk.
+	if !q.valid || time.Since(q.headAt) >= max(c.rescan, rescanShare*q.cost) {
 		if claiming {
 			// Concurrent claims keep the cursor while this one rescans.
 			q.headAt = time.Now()
@@ -234,7 +244,7 @@ func (c *claimCursors) done(queue string, st cursorStart, now any, limit int, le
 		last = floor
 	}
 	if st.head {
-		q.at, q.valid = last, true
+		q.at, q.valid, q.cost = last, true, time.Since(st.at)
 		return
 	}
 	// The claim handled every due job from where it started to last (it
@@ -253,10 +263,7 @@ func (c *claimCursors) note(queue string, prio int, from, until int64) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	q := c.queues[queue]
-	if q == nil {
-		return // this engine never claimed from queue
-	}
+	q := c.queue(queue)
 	c.seq++
 	q.notes = append(q.notes, cursorNote{pos: claimPos{prio: prio, runAt: from}, from: from, until: until, seq: c.seq})
 	if len(q.notes) > maxCursorNotes {
@@ -275,6 +282,12 @@ type dueJob struct {
 // noteDue notes one job that became claimable.
 func (c *claimCursors) noteDue(d dueJob) { c.note(d.queue, d.prio, d.runAt, d.runAt) }
 
+// payload is the notification payload that names d's position, which
+// Notified parses.
+func (d dueJob) payload() string {
+	return d.queue + " " + strconv.Itoa(d.prio) + " " + strconv.FormatInt(d.runAt, 10) + " " + strconv.FormatInt(d.runAt, 10)
+}
+
 // reset makes the next claim of queue start at the head.
 func (c *claimCursors) reset(queue string) {
 	c.mu.Lock()
@@ -291,6 +304,26 @@ func (c *claimCursors) resetAll() {
 	for _, q := range c.queues {
 		q.valid, q.notes = false, nil
 	}
+}
+
+// Notified handles the payload of a notification: a queue name, or (from
+// an enqueue) "queue priority earliest latest", the lowest priority and
+// the run_at span of the jobs it stored. It notes those jobs for the
+// claim cursors and wakes the queue's local subscribers. A payload that
+// does not parse only wakes.
+func (e *Engine) Notified(payload string) {
+	queue, rest, found := strings.Cut(payload, " ")
+	if found {
+		if f := strings.Fields(rest); len(f) == 3 {
+			prio, err1 := strconv.Atoi(f[0])
+			from, err2 := strconv.ParseInt(f[1], 10, 64)
+			until, err3 := strconv.ParseInt(f[2], 10, 64)
+			if err1 == nil && err2 == nil && err3 == nil && from <= until {
+				e.cursors.note(queue, prio, from, until)
+			}
+		}
+	}
+	e.hub.signal(queue)
 }
 
 // ResetClaimCursors makes the next claim of every queue start at the head

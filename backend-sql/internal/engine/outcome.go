@@ -41,6 +41,9 @@ func (e *Engine) Fail(ctx context.Context, f core.Failure) (core.JobState, error
 		if err != nil {
 			return err
 		}
+		if state == core.StateQueued {
+			return e.d.Notify(ctx, e, q, []string{due.payload()})
+		}
 		return e.d.Notify(ctx, e, q, []string{j.Queue})
 	})
 	if err != nil {
@@ -82,9 +85,10 @@ func (e *Engine) Sleep(ctx context.Context, lease core.Lease, until time.Time) e
 		}
 		if wake <= now { // claimable at once
 			queue = j.Queue
-			return e.d.Notify(ctx, e, q, []string{j.Queue})
 		}
-		return nil
+		// The position keeps other processes' claim cursors from
+		// passing the job when it wakes.
+		return e.d.Notify(ctx, e, q, []string{due.payload()})
 	})
 	if err != nil {
 		return e.wrap("sleep", err)

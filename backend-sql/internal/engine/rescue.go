@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 
 	"github.com/boson-go/boson/core"
 )
@@ -77,7 +78,11 @@ func (e *Engine) Rescue(ctx context.Context, req core.RescueRequest) (core.Rescu
 			touch(j.Queue)
 		}
 		if len(queues) > 0 {
-			return e.d.Notify(ctx, e, q, queues)
+			payloads := slices.Clone(queues)
+			for _, d := range requeued {
+				payloads = append(payloads, d.payload())
+			}
+			return e.d.Notify(ctx, e, q, payloads)
 		}
 		return nil
 	})
