@@ -51,7 +51,7 @@ func (b *Backend) listen(ctx context.Context) {
 }
 
 func (b *Backend) listenOnceConn(ctx context.Context, connected func()) error {
-	conn, err := pgx.ConnectConfig(ctx, b.pool.Config().ConnConfig.Copy())
+	conn, err := pgx.ConnectConfig(ctx, b.listenCfg.Copy())
 	if err != nil {
 		return err
 	}
