@@ -30,7 +30,8 @@ type Config struct {
 	// or negative turns the fallback ticks off.
 	PollInterval time.Duration
 	// ClaimRescan is how often a claim that follows a cursor starts at the
-	// head of the claim index again (dialects with claim cursors only):
+	// head of the claim index again (Postgres only: SQLite claims from the
+	// head):
 	// zero means [DefaultClaimRescan], negative turns the cursors off.
 	ClaimRescan time.Duration
 }
@@ -66,6 +67,9 @@ func New(cfg Config) *Engine {
 		limits:  cfg.Limits.WithDefaults(),
 		log:     log,
 		cursors: newClaimCursors(cfg.ClaimRescan),
+	}
+	if _, ok := cfg.Dialect.(Postgres); !ok {
+		e.cursors = newClaimCursors(-1) // only the Postgres claim follows cursors
 	}
 	e.hub = newHub(cfg.PollInterval)
 	return e
