@@ -34,13 +34,15 @@ import (
 //     rescue, a manual retry): the engine notes its position, and every
 //     claim from the time the job is due starts at or before it until a
 //     claim that started there has run since it became due.
-//   - A job that another process enqueues: the notification carries the
-//     lowest position of the batch, which the listener notes in the same
-//     way.
+//   - A job that another process enqueues, retries, puts to sleep or
+//     rescues: the notification carries the lowest position (and the
+//     run_at span) of the jobs, which the listener notes in the same way.
 //   - Everything else (a row skipped because another transaction held its
-//     lock and then rolled back, a lost notification, another process's
-//     retry at a higher priority than the cursor's): every rescan interval
-//     the claim starts at the head of the index again.
+//     lock and then rolled back, a lost notification, a backend without a
+//     listener, a job scheduled before this process first claimed at a
+//     higher priority than the cursor's): every rescan interval the claim
+//     starts at the head of the index again, and a listener that
+//     reconnects resets every cursor.
 //
 // SQLite needs none of this: it deletes index entries as it updates.
 
