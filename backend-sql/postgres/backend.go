@@ -19,9 +19,10 @@ type queueBackend = core.QueueBackend
 // for concurrent use by many goroutines and many processes.
 type Backend struct {
 	queueBackend
-	e      *engine.Engine
-	pool   *pgxpool.Pool
-	schema string
+	e         *engine.Engine
+	pool      *pgxpool.Pool
+	schema    string
+	listenCfg *pgx.ConnConfig // nil: no listener (a transaction pooler without ListenConnString)
 
 	listenOnce sync.Once
 	stopListen context.CancelFunc
@@ -48,6 +49,9 @@ func Open(ctx context.Context, connString string, opts Options) (*Backend, error
 	if err != nil {
 		return nil, fmt.Errorf("boson/postgres: open: %w: %v", core.ErrInvalidArgument, err)
 	}
+	if opts.Pooled && cfg.ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement {
+		cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeCacheDescribe
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("boson/postgres: open: %w", err)
@@ -68,6 +72,19 @@ func newBackend(pool *pgxpool.Pool, owned bool, opts Options) (*Backend, error) 
 	if err != nil {
 		return nil, fmt.Errorf("boson/postgres: %w", err)
 	}
+	if o.Pooled && pool.Config().ConnConfig.DefaultQueryExecMode == pgx.QueryExecModeCacheStatement {
+		return nil, fmt.Errorf("boson/postgres: %w: Options.Pooled needs a pool whose DefaultQueryExecMode does not prepare named statements"+
+			" (cache_describe, describe_exec, exec or simple_protocol), not cache_statement", core.ErrInvalidArgument)
+	}
+	var listen *pgx.ConnConfig
+	switch {
+	case o.ListenConnString != "":
+		if listen, err = pgx.ParseConfig(o.ListenConnString); err != nil {
+			return nil, fmt.Errorf("boson/postgres: %w: ListenConnString: %v", core.ErrInvalidArgument, err)
+		}
+	case !o.Pooled:
+		listen = pool.Config().ConnConfig
+	}
 	e := engine.New(engine.Config{
 		Dialect:      engine.Postgres{},
 		Store:        &engine.PgxStore{Pool: pool, Owned: owned},
@@ -77,8 +94,9 @@ func newBackend(pool *pgxpool.Pool, owned bool, opts Options) (*Backend, error) 
 		Limits:       o.Limits,
 		Logger:       o.Logger,
 		PollInterval: o.PollInterval,
+		ClaimRescan:  o.ClaimRescan,
 	})
-	b := &Backend{queueBackend: e, e: e, pool: pool, schema: o.Schema}
+	b := &Backend{queueBackend: e, e: e, pool: pool, schema: o.Schema, listenCfg: listen}
 	e.OnClose(b.closeListener)
 	return b, nil
 }
@@ -94,7 +112,12 @@ func (b *Backend) Pool() *pgxpool.Pool { return b.pool }
 // lock, so that processes starting at once take turns. It is safe to
 // call on every start.
 func (b *Backend) Migrate(ctx context.Context) error {
-	_, err := b.e.Migrate(ctx, "postgres", func(ctx context.Context, q engine.Querier) error {
+	return b.migrateTo(ctx, 0)
+}
+
+// migrateTo is Migrate up to version upTo (0: the last).
+func (b *Backend) migrateTo(ctx context.Context, upTo int) error {
+	_, err := b.e.MigrateTo(ctx, "postgres", upTo, func(ctx context.Context, q engine.Querier) error {
 		if _, err := q.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", "boson.migrate."+b.schema); err != nil {
 			return err
 		}
@@ -123,9 +146,13 @@ func (b *Backend) EnqueueTx(ctx context.Context, tx any, reqs []core.EnqueueRequ
 }
 
 // Subscribe implements [core.Notifier]. The first call starts the
-// listener connection.
+// listener connection, unless the backend has none (Options.Pooled
+// without Options.ListenConnString): its subscriptions then wake on
+// their polling ticks and on this process's own writes.
 func (b *Backend) Subscribe(queue string) (<-chan struct{}, func()) {
-	b.listenOnce.Do(b.startListener)
+	if b.listenCfg != nil {
+		b.listenOnce.Do(b.startListener)
+	}
 	return b.e.Subscribe(queue)
 }
 

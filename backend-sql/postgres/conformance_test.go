@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/boson-go/boson/backend-sql/internal/sqltest"
 	"github.com/boson-go/boson/backend-sql/postgres"
 	"github.com/boson-go/boson/conformance"
@@ -14,8 +16,13 @@ import (
 // the schema is dropped at cleanup.
 func newBackend(t testing.TB, opts postgres.Options) *postgres.Backend {
 	t.Helper()
-	url := sqltest.PostgresURL(t)
-	pool := sqltest.Pool(t, url, 4)
+	return newBackendOn(t, sqltest.Pool(t, sqltest.PostgresURL(t), 4), opts)
+}
+
+// newBackendOn returns a migrated backend on pool in a fresh schema,
+// dropped at cleanup.
+func newBackendOn(t testing.TB, pool *pgxpool.Pool, opts postgres.Options) *postgres.Backend {
+	t.Helper()
 	opts.Schema = sqltest.Schema(t, pool)
 	b, err := postgres.New(pool, opts)
 	if err != nil {

@@ -15,6 +15,15 @@
 // INSERT, resolves idempotency keys, checks the limits and notifies, all
 // in one round trip.
 //
+// Each backend keeps a claim cursor per queue: a claim starts its index
+// scan after the last job it claimed, so that the dead index entries of
+// claimed jobs, which only vacuum removes, are not walked by every claim
+// while vacuum is held back (see Options.ClaimRescan and the README).
+//
+// Behind a transaction-mode pooler such as PgBouncer set Options.Pooled:
+// statements go out unnamed with cached descriptions, and the listener
+// connects to Options.ListenConnString (or subscriptions poll).
+//
 // When Options.Clock is nil every decision uses the server's clock
 // (now(); an enqueue reads clock_timestamp() once it holds its rate-limit
 // locks), so workers on machines with skewed clocks agree. Durability is the

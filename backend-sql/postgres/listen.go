@@ -25,7 +25,8 @@ func (b *Backend) closeListener() {
 }
 
 // listen keeps one connection listening on the backend's channel. After
-// every (re)connection it wakes every subscriber, because notifications
+// every (re)connection it wakes every subscriber and makes the next
+// claims start at the head of the claim index, because notifications
 // sent while it was away are lost; between attempts it backs off up to
 // five seconds.
 func (b *Backend) listen(ctx context.Context) {
@@ -50,7 +51,7 @@ func (b *Backend) listen(ctx context.Context) {
 }
 
 func (b *Backend) listenOnceConn(ctx context.Context, connected func()) error {
-	conn, err := pgx.ConnectConfig(ctx, b.pool.Config().ConnConfig.Copy())
+	conn, err := pgx.ConnectConfig(ctx, b.listenCfg.Copy())
 	if err != nil {
 		return err
 	}
@@ -63,12 +64,13 @@ func (b *Backend) listenOnceConn(ctx context.Context, connected func()) error {
 		return err
 	}
 	connected()
+	b.e.ResetClaimCursors()
 	b.e.SignalAll()
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return err
 		}
-		b.e.Signal(n.Payload)
+		b.e.Notified(n.Payload)
 	}
 }

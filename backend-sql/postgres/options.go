@@ -34,6 +34,30 @@ type Options struct {
 	// zero means [DefaultPollInterval] and a negative value turns the
 	// ticks off.
 	PollInterval time.Duration
+	// ClaimRescan is how often a claim starts at the head of the claim
+	// index instead of after the queue's claim cursor, which skips the
+	// index entries of jobs this process claimed before (see the
+	// package README). Zero means 10 seconds; a negative value turns the
+	// cursors off, so that every claim starts at the head.
+	ClaimRescan time.Duration
+	// Pooled says that the pool's connections go through a pooler in
+	// transaction mode, such as PgBouncer with pool_mode = transaction,
+	// where consecutive transactions of one client may run on different
+	// server sessions. Statements then must not rely on named prepared
+	// statements: [Open] sets the pool's DefaultQueryExecMode to
+	// pgx.QueryExecModeCacheDescribe (unnamed statements, result
+	// descriptions cached per connection, still one round trip), and [New]
+	// refuses a pool that caches named statements. A LISTEN on such a
+	// session would lose its notifications, so the listener connects to
+	// ListenConnString instead, or, without one, subscriptions rely on
+	// their polling ticks and on the wake-ups of this process.
+	Pooled bool
+	// ListenConnString is the connection string of the session connection
+	// that LISTENs for notifications: straight to the server when the
+	// pool goes through a transaction-mode pooler (or to a pooler in
+	// session mode). Empty means the pool's own connection settings,
+	// unless Pooled is set.
+	ListenConnString string
 }
 
 var schemaName = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,47}$`)

@@ -111,6 +111,7 @@ func (e *Engine) PutQueueConfig(ctx context.Context, cfg core.QueueConfig) error
 		return nil
 	})
 	if err == nil && !cfg.Paused {
+		e.cursors.reset(cfg.Queue)
 		e.hub.signal(cfg.Queue)
 	}
 	return e.wrap("put queue config", err)

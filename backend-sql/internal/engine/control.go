@@ -85,11 +85,12 @@ func (e *Engine) Retry(ctx context.Context, jobID string) (core.Job, error) {
 			return fmt.Errorf("%w: job %s", core.ErrNotFound, jobID)
 		}
 		out = jobs[0]
-		return e.d.Notify(ctx, e, q, []string{j.Queue})
+		return e.d.Notify(ctx, e, q, []string{dueJob{queue: out.Queue, prio: out.Priority, runAt: toUS(out.RunAt)}.payload()})
 	})
 	if err != nil {
 		return core.Job{}, e.wrap("retry", err)
 	}
+	e.cursors.note(out.Queue, out.Priority, toUS(out.RunAt), toUS(out.RunAt))
 	e.hub.signal(out.Queue)
 	return out, nil
 }

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"strings"
 
 	"github.com/boson-go/boson/core"
 )
@@ -45,7 +46,7 @@ expired AS (
 	RETURNING id),
 picked AS (
 	SELECT id FROM {s}jobs
-	WHERE queue = ? AND state IN ('queued', 'sleeping') AND run_at <= (SELECT t FROM clk)
+	WHERE queue = ? {after}AND state IN ('queued', 'sleeping') AND run_at <= (SELECT t FROM clk)
 		AND (deadline_at IS NULL OR deadline_at > (SELECT t FROM clk))
 		AND NOT EXISTS (SELECT 1 FROM {s}queue_configs WHERE queue = ? AND paused <> 0)
 	ORDER BY priority, run_at, id LIMIT ? FOR UPDATE SKIP LOCKED),
@@ -63,16 +64,39 @@ claimed AS (
 	RETURNING j.*)
 SELECT `
 
+// pgClaimHead starts at the head of the claim index; pgClaimAfter starts
+// after a cursor position (see cursor.go), which the row comparison
+// makes the start of the index scan.
+var (
+	pgClaimHead  = strings.Replace(pgClaim, "{after}", "", 1) + JobCols("") + " FROM claimed"
+	pgClaimAfter = strings.Replace(pgClaim, "{after}", "AND (priority, run_at, id) > (?::integer, ?::bigint, ?::text) ", 1) +
+		JobCols("") + " FROM claimed"
+)
+
+// pgClaimStatement returns the claim statement of req that starts at st,
+// and its arguments.
+func pgClaimStatement(req core.ClaimRequest, st cursorStart, now any) (string, []any) {
+	if st.head {
+		return pgClaimHead, []any{now, req.Queue, req.Queue, req.Queue, req.Queue, req.Limit, req.WorkerID, ceilUS(req.LeaseTTL)}
+	}
+	return pgClaimAfter, []any{now, req.Queue, req.Queue, req.Queue, st.pos.prio, st.pos.runAt, st.pos.id,
+		req.Queue, req.Limit, req.WorkerID, ceilUS(req.LeaseTTL)}
+}
+
 // Claim implements Dialect with one statement outside any explicit
-// transaction.
+// transaction. It starts where the queue's claim cursor says.
 func (Postgres) Claim(ctx context.Context, e *Engine, req core.ClaimRequest, now any) ([]core.Job, error) {
+	st := e.cursors.start(req.Queue, now)
+	sql, args := pgClaimStatement(req, st, now)
 	var jobs []core.Job
 	err := e.st.WriteOne(ctx, func(q Querier) error {
 		var err error
-		jobs, err = collectJobs(q.Query(ctx, e.render(pgClaim+JobCols("")+" FROM claimed"),
-			now, req.Queue, req.Queue, req.Queue, req.Queue, req.Limit, req.WorkerID, ceilUS(req.LeaseTTL)))
+		jobs, err = collectJobs(q.Query(ctx, e.render(sql), args...))
 		return err
 	})
+	if err == nil {
+		e.cursors.done(req.Queue, st, now, req.Limit, req.LeaseTTL, jobs)
+	}
 	return jobs, err
 }
 

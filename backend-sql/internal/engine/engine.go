@@ -29,6 +29,11 @@ type Config struct {
 	// PollInterval is how often subscriptions get a polling signal; zero
 	// or negative turns the fallback ticks off.
 	PollInterval time.Duration
+	// ClaimRescan is how often a claim that follows a cursor starts at the
+	// head of the claim index again (Postgres only: SQLite claims from the
+	// head):
+	// zero means [DefaultClaimRescan], negative turns the cursors off.
+	ClaimRescan time.Duration
 }
 
 // Engine implements core.QueueBackend on top of a Dialect and a Store.
@@ -41,6 +46,7 @@ type Engine struct {
 	limits   core.Limits
 	log      *slog.Logger
 	hub      *hub
+	cursors  *claimCursors
 	sqlCache sync.Map
 	closed   atomic.Bool
 	onClose  []func()
@@ -60,6 +66,10 @@ func New(cfg Config) *Engine {
 		clock:   cfg.Clock,
 		limits:  cfg.Limits.WithDefaults(),
 		log:     log,
+		cursors: newClaimCursors(cfg.ClaimRescan),
+	}
+	if _, ok := cfg.Dialect.(Postgres); !ok {
+		e.cursors = newClaimCursors(-1) // only the Postgres claim follows cursors
 	}
 	e.hub = newHub(cfg.PollInterval)
 	return e

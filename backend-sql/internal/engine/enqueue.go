@@ -35,6 +35,7 @@ func (e *Engine) Enqueue(ctx context.Context, reqs []core.EnqueueRequest) ([]cor
 	if err != nil {
 		return nil, e.wrap("enqueue", err)
 	}
+	e.cursors.noteJobs(res)
 	for _, name := range queues {
 		e.hub.signal(name)
 	}

@@ -56,6 +56,12 @@ func Migrations(dir string) ([]Migration, error) {
 // transaction (the Postgres dialect takes its advisory lock and creates
 // the schema there). It returns the versions it applied.
 func (e *Engine) Migrate(ctx context.Context, dir string, prelude func(ctx context.Context, q Querier) error) ([]int, error) {
+	return e.MigrateTo(ctx, dir, 0, prelude)
+}
+
+// MigrateTo is Migrate that stops after version upTo (0: the last), so
+// that tests can build the schema of an earlier release.
+func (e *Engine) MigrateTo(ctx context.Context, dir string, upTo int, prelude func(ctx context.Context, q Querier) error) ([]int, error) {
 	if err := e.check("migrate"); err != nil {
 		return nil, err
 	}
@@ -86,7 +92,7 @@ func (e *Engine) Migrate(ctx context.Context, dir string, prelude func(ctx conte
 			return err
 		}
 		for _, m := range all {
-			if done[m.Version] {
+			if done[m.Version] || upTo > 0 && m.Version > upTo {
 				continue
 			}
 			if _, err := q.Exec(ctx, strings.ReplaceAll(m.SQL, "{s}", e.prefix)); err != nil {

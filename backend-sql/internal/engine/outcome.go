@@ -19,6 +19,7 @@ func (e *Engine) Fail(ctx context.Context, f core.Failure) (core.JobState, error
 	msg := core.TruncateError(f.Error)
 	var state core.JobState
 	var queue string
+	var due dueJob
 	err := e.st.WriteTx(ctx, func(q Querier) error {
 		j, now, err := e.lockFenced(ctx, q, f.Lease)
 		if err != nil {
@@ -34,15 +35,22 @@ func (e *Engine) Fail(ctx context.Context, f core.Failure) (core.JobState, error
 		} else {
 			state = core.StateQueued
 			runAt := max(toUS(f.RetryAt), now)
+			due = dueJob{queue: j.Queue, prio: j.Priority, runAt: runAt}
 			_, err = q.Exec(ctx, e.render("UPDATE {s}jobs SET state = 'queued', run_at = ?, last_error = ? WHERE id = ?"), runAt, msg, j.ID)
 		}
 		if err != nil {
 			return err
 		}
+		if state == core.StateQueued {
+			return e.d.Notify(ctx, e, q, []string{due.payload()})
+		}
 		return e.d.Notify(ctx, e, q, []string{j.Queue})
 	})
 	if err != nil {
 		return "", e.wrap("fail", err)
+	}
+	if state == core.StateQueued {
+		e.cursors.noteDue(due)
 	}
 	e.hub.signal(queue)
 	return state, nil
@@ -60,6 +68,7 @@ func (e *Engine) Sleep(ctx context.Context, lease core.Lease, until time.Time) e
 		return fmt.Errorf("%w: until: %v is outside the years 1970 to 9999", core.ErrInvalidArgument, until)
 	}
 	var queue string
+	var due dueJob
 	err := e.st.WriteTx(ctx, func(q Querier) error {
 		queue = ""
 		j, now, err := e.lockFenced(ctx, q, lease)
@@ -70,18 +79,21 @@ func (e *Engine) Sleep(ctx context.Context, lease core.Lease, until time.Time) e
 			return err
 		}
 		wake := max(toUS(until), now)
+		due = dueJob{queue: j.Queue, prio: j.Priority, runAt: wake}
 		if _, err = q.Exec(ctx, e.render("UPDATE {s}jobs SET state = 'sleeping', run_at = ? WHERE id = ?"), wake, j.ID); err != nil {
 			return err
 		}
 		if wake <= now { // claimable at once
 			queue = j.Queue
-			return e.d.Notify(ctx, e, q, []string{j.Queue})
 		}
-		return nil
+		// The position keeps other processes' claim cursors from
+		// passing the job when it wakes.
+		return e.d.Notify(ctx, e, q, []string{due.payload()})
 	})
 	if err != nil {
 		return e.wrap("sleep", err)
 	}
+	e.cursors.noteDue(due)
 	if queue != "" {
 		e.hub.signal(queue)
 	}

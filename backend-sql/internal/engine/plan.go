@@ -13,8 +13,10 @@ var errPlanDone = errors.New("plan done")
 
 // ClaimPlan returns the store's plan of the claim statement for req, as
 // text, so that tests and operators can check that the claim walks the
-// claim index. With analyze (Postgres only) the statement runs inside a
-// transaction that is rolled back, and the plan has actual timings.
+// claim index. On Postgres it is the statement the next claim would run,
+// from the head of the index or after the queue's cursor. With analyze
+// (Postgres only) the statement runs inside a transaction that is rolled
+// back, and the plan has actual timings and buffer counts.
 func (e *Engine) ClaimPlan(ctx context.Context, req core.ClaimRequest, analyze bool) (string, error) {
 	now := e.NowArg()
 	var sqls []string
@@ -23,10 +25,13 @@ func (e *Engine) ClaimPlan(ctx context.Context, req core.ClaimRequest, analyze b
 	case Postgres:
 		opts := "COSTS OFF"
 		if analyze {
-			opts = "ANALYZE, COSTS OFF, TIMING ON, SUMMARY ON"
+			opts = "ANALYZE, BUFFERS, COSTS OFF, TIMING ON, SUMMARY ON"
 		}
-		sqls = []string{"EXPLAIN (" + opts + ") " + e.render(pgClaim+JobCols("")+" FROM claimed")}
-		args = [][]any{{now, req.Queue, req.Queue, req.Queue, req.Queue, req.Limit, req.WorkerID, ceilUS(req.LeaseTTL)}}
+		// The claim that the next Claim would run: from the head of the
+		// claim index, or after the queue's cursor.
+		sql, a := pgClaimStatement(req, e.cursors.peek(req.Queue, now), now)
+		sqls = []string{"EXPLAIN (" + opts + ") " + e.render(sql)}
+		args = [][]any{a}
 	default:
 		t, _ := now.(int64)
 		// The pick reads the claim index; the update then finds each

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"slices"
 
 	"github.com/boson-go/boson/core"
 )
@@ -18,8 +19,9 @@ func (e *Engine) Rescue(ctx context.Context, req core.RescueRequest) (core.Rescu
 	}
 	var res core.RescueResult
 	var queues []string
+	var requeued []dueJob
 	err := e.st.WriteTx(ctx, func(q Querier) error {
-		res, queues = core.RescueResult{}, nil
+		res, queues, requeued = core.RescueResult{}, nil, nil
 		seen := map[string]bool{}
 		touch := func(queue string) {
 			if !seen[queue] {
@@ -68,6 +70,7 @@ func (e *Engine) Rescue(ctx context.Context, req core.RescueRequest) (core.Rescu
 			} else {
 				_, err = q.Exec(ctx, e.render("UPDATE {s}jobs SET state = 'queued', run_at = ? WHERE id = ?"), now, j.ID)
 				res.Requeued++
+				requeued = append(requeued, dueJob{queue: j.Queue, prio: j.Priority, runAt: now})
 			}
 			if err != nil {
 				return err
@@ -75,12 +78,19 @@ func (e *Engine) Rescue(ctx context.Context, req core.RescueRequest) (core.Rescu
 			touch(j.Queue)
 		}
 		if len(queues) > 0 {
-			return e.d.Notify(ctx, e, q, queues)
+			payloads := slices.Clone(queues)
+			for _, d := range requeued {
+				payloads = append(payloads, d.payload())
+			}
+			return e.d.Notify(ctx, e, q, payloads)
 		}
 		return nil
 	})
 	if err != nil {
 		return core.RescueResult{}, e.wrap("rescue", err)
+	}
+	for _, d := range requeued {
+		e.cursors.noteDue(d)
 	}
 	for _, name := range queues {
 		e.hub.signal(name)

@@ -55,10 +55,13 @@ const (
 	NATSCluster = "nats-cluster"
 	// Chromium is the headless browser the dashboard's test drives.
 	Chromium = "chromium"
+	// PgBouncer is Debian's pgbouncer program, which tests start in
+	// transaction pooling mode in front of a PostgreSQL server.
+	PgBouncer = "pgbouncer"
 )
 
 // Services lists every name BOSON_TEST_REQUIRE accepts besides "all".
-var Services = []string{Postgres, PostgresServer, Redis, RedisServer, RedisCluster, NATS, NATSServer, NATSCluster, Chromium}
+var Services = []string{Postgres, PostgresServer, Redis, RedisServer, RedisCluster, NATS, NATSServer, NATSCluster, Chromium, PgBouncer}
 
 // ErrMalformed reports a BOSON_TEST_REQUIRE value that names an unknown
 // service.

@@ -24,6 +24,7 @@ func TestParseAndHas(t *testing.T) {
 		{"redis-cluster", []string{RedisCluster}, []string{Redis, RedisServer}},
 		{" Redis-Server , nats ", []string{RedisServer, NATS, NATSServer, NATSCluster}, []string{Redis, RedisCluster, Postgres}},
 		{"nats-cluster,chromium", []string{NATSCluster, Chromium}, []string{NATS, NATSServer}},
+		{"pgbouncer", []string{PgBouncer}, []string{Postgres, PostgresServer}},
 		{"redis,all", Services, nil},
 	}
 	for _, c := range cases {
