@@ -47,9 +47,12 @@ type attempt struct {
 	// with the attempt.
 	ex Execution
 
+	begun time.Time // when the handler began, on the process clock
+
 	// Guarded by the watcher's mutex.
 	renewAt  time.Time // when the lease is next renewed
 	renewing bool      // a renewal is in flight
+	long     bool      // counted in the worker's longRunning
 }
 
 func (a *attempt) currentLease() core.Lease {
@@ -80,14 +83,20 @@ func (w *Worker) attemptLog(job *core.Job) *slog.Logger {
 	return w.log.With("job_id", job.ID, "task", job.Task, "queue", job.Queue, "attempt", job.Attempt)
 }
 
-// runner executes claimed jobs one after another until the claim loop
-// closes the hand-over channel. A worker runs Concurrency runners, so
-// attempts reuse goroutines (and their grown stacks) instead of starting
-// one per job.
-func (w *Worker) runner() {
+// runner executes cj, then the claimed jobs handed to it one after
+// another until the claim loop closes the hand-over channel. The claim
+// loop starts a runner only when none is idle, so there are never more
+// runners than the most handlers that ran at once, and attempts reuse
+// goroutines (and their grown stacks) instead of starting one per job.
+func (w *Worker) runner(cj claimedJob) {
 	defer w.loops.Done()
-	for cj := range w.jobs {
+	for {
 		w.execute(cj.q, cj.c, cj.job)
+		w.idle.Add(1)
+		var ok bool
+		if cj, ok = <-w.jobs; !ok {
+			return
+		}
 	}
 }
 
@@ -124,6 +133,8 @@ func (w *Worker) execute(q queueSource, c *counterSet, job core.Job) {
 		return
 	}
 
+	start := time.Now()
+	a.begun = start
 	w.watch.add(a)
 	runCtx := withAttempt(ctx, a)
 	runCtx = WithActorContext(runCtx, job.Actor)
@@ -136,7 +147,6 @@ func (w *Worker) execute(q queueSource, c *counterSet, job core.Job) {
 		err    error
 	)
 	c.executions.Add(1)
-	start := time.Now()
 	a.ex = Execution{Job: job, WorkerID: w.opts.ID}
 	result, err = w.invoke(runCtx, &a.ex)
 	timedOut := reg.timeout > 0 && errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
