@@ -1,0 +1,89 @@
+package boson_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	mem "github.com/boson-go/boson/backend-mem"
+	boson "github.com/boson-go/boson/runtime"
+)
+
+type costIn struct {
+	Seq int `json:"seq"`
+}
+
+var costTask = boson.NewTask[costIn, struct{}]("cost")
+
+// spawnCost enqueues n jobs of costTask in batches of 1,000.
+func spawnCost(b *testing.B, c *boson.Client, n int) {
+	b.Helper()
+	reqs := make([]boson.Request, 0, 1000)
+	for lo := 0; lo < n; lo += 1000 {
+		reqs = reqs[:0]
+		for i := lo; i < min(lo+1000, n); i++ {
+			reqs = append(reqs, costTask.Request(costIn{Seq: i}))
+		}
+		if _, err := c.SpawnRequests(context.Background(), reqs...); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSpawnBatch measures the runtime's cost per job of a batch
+// spawn on the memory backend: one op is one job.
+func BenchmarkSpawnBatch(b *testing.B) {
+	be := mem.New(mem.Options{Logger: quiet})
+	defer func() { _ = be.Close() }()
+	c, err := boson.NewClient(be, boson.ClientOptions{Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	spawnCost(b, c, b.N)
+}
+
+// BenchmarkDrain measures the cost per job of draining a backlog of
+// no-op jobs on the memory backend through a worker: one op is one job,
+// from claim to the written completion.
+func BenchmarkDrain(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		opts boson.WorkerOptions
+	}{
+		{"w100", boson.WorkerOptions{Concurrency: 100}},
+		{"defaults", boson.WorkerOptions{}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			be := mem.New(mem.Options{Logger: quiet})
+			defer func() { _ = be.Close() }()
+			c, err := boson.NewClient(be, boson.ClientOptions{Logger: quiet})
+			if err != nil {
+				b.Fatal(err)
+			}
+			spawnCost(b, c, b.N)
+			opts := bc.opts
+			opts.Logger, opts.RescueInterval, opts.RetentionInterval = quiet, -1, -1
+			w, err := boson.NewWorker(be, opts)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := boson.Register(w, costTask, func(context.Context, costIn) (struct{}, error) {
+				return struct{}{}, nil
+			}); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			if err := w.Start(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			for w.Metrics().Total.Completed < int64(b.N) {
+				time.Sleep(200 * time.Microsecond)
+			}
+			b.StopTimer()
+			_ = w.Shutdown(context.Background())
+		})
+	}
+}
