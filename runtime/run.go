@@ -35,8 +35,10 @@ func (e *PanicError) Error() string {
 type attempt struct {
 	w      *Worker
 	b      core.QueueBackend
+	c      *counterSet // the queue's counters
 	job    core.Job
 	cancel context.CancelCauseFunc
+	ctx    attemptContext // the handler's context (see withAttempt)
 
 	mu    sync.Mutex
 	lease core.Lease
@@ -123,7 +125,7 @@ func (w *Worker) execute(q queueSource, c *counterSet, job core.Job) {
 
 	ctx, cancel := context.WithCancelCause(w.baseCtx)
 	defer cancel(nil)
-	a := &attempt{w: w, b: q.b, job: job, lease: job.Lease, cancel: cancel}
+	a := &attempt{w: w, b: q.b, c: c, job: job, lease: job.Lease, cancel: cancel}
 
 	reg, ok := w.handlers[job.Task]
 	if !ok {
@@ -137,7 +139,6 @@ func (w *Worker) execute(q queueSource, c *counterSet, job core.Job) {
 	a.begun = start
 	w.watch.add(a)
 	runCtx := withAttempt(ctx, a)
-	runCtx = WithActorContext(runCtx, job.Actor)
 	var stopTimeout context.CancelFunc = func() {}
 	if reg.timeout > 0 {
 		runCtx, stopTimeout = context.WithTimeoutCause(runCtx, reg.timeout, fmt.Errorf("boson: attempt timed out after %v", reg.timeout))
@@ -163,9 +164,7 @@ func (w *Worker) execute(q queueSource, c *counterSet, job core.Job) {
 		w.noteLost(a, c, w.attemptLog(&job))
 	case err == nil:
 		async = true
-		w.completer.submit(a.b, core.Completion{Lease: a.currentLease(), Result: result}, func(cerr error) {
-			w.completed(a, c, cerr)
-		})
+		w.completer.submit(a.b, core.Completion{Lease: a.currentLease(), Result: result}, a)
 	case err != nil && errors.Is(context.Cause(ctx), errShutdown):
 		// Shutdown cancelled the attempt: release the job without using
 		// an attempt so that another worker can take it at once.
@@ -190,6 +189,9 @@ func (w *Worker) execute(q queueSource, c *counterSet, job core.Job) {
 		}
 	}
 }
+
+// completed implements completionDone.
+func (a *attempt) completed(err error) { a.w.completed(a, a.c, err) }
 
 // completed records the store's answer to a completion; it runs on the
 // completer's goroutine and releases the job.
