@@ -26,12 +26,19 @@ type completer struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	deadline time.Time
+	items    []core.Completion // the last write's items, reused
 }
 
 type completionReq struct {
 	b    core.QueueBackend
 	item core.Completion
-	done func(error)
+	done completionDone
+}
+
+// completionDone receives the outcome of one completion (an attempt, so
+// that submitting one allocates no callback).
+type completionDone interface {
+	completed(error)
 }
 
 // newCompleter returns a completer whose queue holds up to capacity
@@ -40,9 +47,9 @@ func newCompleter(limit, capacity int) *completer {
 	return &completer{max: limit, in: make(chan completionReq, max(capacity, 1)), stop: make(chan struct{})}
 }
 
-// submit queues one completion; done is called exactly once with its
-// outcome. It must not be called after close.
-func (c *completer) submit(b core.QueueBackend, item core.Completion, done func(error)) {
+// submit queues one completion; done is told its outcome exactly once. It
+// must not be called after close.
+func (c *completer) submit(b core.QueueBackend, item core.Completion, done completionDone) {
 	c.in <- completionReq{b: b, item: item, done: done}
 }
 
@@ -132,21 +139,24 @@ func (c *completer) writeContext() context.Context {
 	return c.ctx
 }
 
-// write completes one backend's group in one call.
+// write completes one backend's group in one call. The items slice is
+// reused from call to call: Complete does not keep it.
 func (c *completer) write(b core.QueueBackend, group []completionReq) {
-	items := make([]core.Completion, len(group))
-	for i, r := range group {
-		items[i] = r.item
+	items := c.items[:0]
+	for _, r := range group {
+		items = append(items, r.item)
 	}
 	errs, err := b.Complete(c.writeContext(), items)
+	clear(items) // drop the results for the collector
+	c.items = items[:0]
 	for i, r := range group {
 		switch {
 		case err != nil:
-			r.done(err)
+			r.done.completed(err)
 		case i < len(errs):
-			r.done(errs[i])
+			r.done.completed(errs[i])
 		default:
-			r.done(nil)
+			r.done.completed(nil)
 		}
 	}
 }

@@ -24,6 +24,6 @@ func ExecuteOnce(ctx context.Context, b core.QueueBackend, job core.Job, exec Ex
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	a := &attempt{w: w, b: b, job: job, lease: job.Lease, cancel: cancel}
-	runCtx := WithActorContext(withAttempt(ctx, a), job.Actor)
+	runCtx := withAttempt(ctx, a)
 	return w.invoke(runCtx, &Execution{Job: job, WorkerID: w.opts.ID})
 }

@@ -30,9 +30,9 @@
 // # Tasks, attempts and leases
 //
 // One spawn stores one job; each try is a run with a 1-based attempt
-// number. A worker claims only free capacity (Concurrency slots), holds
-// each claim under a lease that a supervisor renews every
-// HeartbeatInterval, and fences: when a lease is lost (rescued after
+// number. A worker claims only free capacity (its slots: adaptive by
+// default, or a fixed Concurrency), holds each claim under a lease that a
+// supervisor renews every HeartbeatInterval, and fences: when a lease is lost (rescued after
 // expiry, cancelled, past its max-duration deadline) the handler's context
 // is cancelled and the backend refuses every later write of that attempt.
 // A lease is not a timeout; use [AttemptTimeout] for one.

@@ -65,7 +65,8 @@ func Register[In, Out any](w *Worker, t Task[In, Out], fn func(ctx context.Conte
 	if fn == nil {
 		return fmt.Errorf("%w: handler of %s is nil", core.ErrInvalidArgument, t.name)
 	}
-	inWhat, outWhat := "input of "+t.name, "output of "+t.name
+	inWhat := "input of " + t.name
+	encodeOut := encoderFor[Out]("output of " + t.name)
 	exec := ExecuteFunc(func(ctx context.Context, ex *Execution) ([]byte, error) {
 		in, err := decode[In](inWhat, ex.Job.Payload)
 		if err != nil {
@@ -75,7 +76,7 @@ func Register[In, Out any](w *Worker, t Task[In, Out], fn func(ctx context.Conte
 		if err != nil {
 			return nil, err
 		}
-		b, err := encode(outWhat, out)
+		b, err := encodeOut(out)
 		if err != nil {
 			return nil, Permanent(err)
 		}

@@ -35,8 +35,10 @@ func (e *PanicError) Error() string {
 type attempt struct {
 	w      *Worker
 	b      core.QueueBackend
+	c      *counterSet // the queue's counters
 	job    core.Job
 	cancel context.CancelCauseFunc
+	ctx    attemptContext // the handler's context (see withAttempt)
 
 	mu    sync.Mutex
 	lease core.Lease
@@ -47,9 +49,12 @@ type attempt struct {
 	// with the attempt.
 	ex Execution
 
+	begun time.Time // when the handler began, on the process clock
+
 	// Guarded by the watcher's mutex.
 	renewAt  time.Time // when the lease is next renewed
 	renewing bool      // a renewal is in flight
+	long     bool      // counted in the worker's longRunning
 }
 
 func (a *attempt) currentLease() core.Lease {
@@ -80,14 +85,20 @@ func (w *Worker) attemptLog(job *core.Job) *slog.Logger {
 	return w.log.With("job_id", job.ID, "task", job.Task, "queue", job.Queue, "attempt", job.Attempt)
 }
 
-// runner executes claimed jobs one after another until the claim loop
-// closes the hand-over channel. A worker runs Concurrency runners, so
-// attempts reuse goroutines (and their grown stacks) instead of starting
-// one per job.
-func (w *Worker) runner() {
+// runner executes cj, then the claimed jobs handed to it one after
+// another until the claim loop closes the hand-over channel. The claim
+// loop starts a runner only when none is idle, so there are never more
+// runners than the most handlers that ran at once, and attempts reuse
+// goroutines (and their grown stacks) instead of starting one per job.
+func (w *Worker) runner(cj claimedJob) {
 	defer w.loops.Done()
-	for cj := range w.jobs {
+	for {
 		w.execute(cj.q, cj.c, cj.job)
+		w.idle.Add(1)
+		var ok bool
+		if cj, ok = <-w.jobs; !ok {
+			return
+		}
 	}
 }
 
@@ -114,7 +125,7 @@ func (w *Worker) execute(q queueSource, c *counterSet, job core.Job) {
 
 	ctx, cancel := context.WithCancelCause(w.baseCtx)
 	defer cancel(nil)
-	a := &attempt{w: w, b: q.b, job: job, lease: job.Lease, cancel: cancel}
+	a := &attempt{w: w, b: q.b, c: c, job: job, lease: job.Lease, cancel: cancel}
 
 	reg, ok := w.handlers[job.Task]
 	if !ok {
@@ -124,9 +135,10 @@ func (w *Worker) execute(q queueSource, c *counterSet, job core.Job) {
 		return
 	}
 
+	start := time.Now()
+	a.begun = start
 	w.watch.add(a)
 	runCtx := withAttempt(ctx, a)
-	runCtx = WithActorContext(runCtx, job.Actor)
 	var stopTimeout context.CancelFunc = func() {}
 	if reg.timeout > 0 {
 		runCtx, stopTimeout = context.WithTimeoutCause(runCtx, reg.timeout, fmt.Errorf("boson: attempt timed out after %v", reg.timeout))
@@ -136,7 +148,6 @@ func (w *Worker) execute(q queueSource, c *counterSet, job core.Job) {
 		err    error
 	)
 	c.executions.Add(1)
-	start := time.Now()
 	a.ex = Execution{Job: job, WorkerID: w.opts.ID}
 	result, err = w.invoke(runCtx, &a.ex)
 	timedOut := reg.timeout > 0 && errors.Is(runCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
@@ -153,9 +164,7 @@ func (w *Worker) execute(q queueSource, c *counterSet, job core.Job) {
 		w.noteLost(a, c, w.attemptLog(&job))
 	case err == nil:
 		async = true
-		w.completer.submit(a.b, core.Completion{Lease: a.currentLease(), Result: result}, func(cerr error) {
-			w.completed(a, c, cerr)
-		})
+		w.completer.submit(a.b, core.Completion{Lease: a.currentLease(), Result: result}, a)
 	case err != nil && errors.Is(context.Cause(ctx), errShutdown):
 		// Shutdown cancelled the attempt: release the job without using
 		// an attempt so that another worker can take it at once.
@@ -180,6 +189,9 @@ func (w *Worker) execute(q queueSource, c *counterSet, job core.Job) {
 		}
 	}
 }
+
+// completed implements completionDone.
+func (a *attempt) completed(err error) { a.w.completed(a, a.c, err) }
 
 // completed records the store's answer to a completion; it runs on the
 // completer's goroutine and releases the job.

@@ -53,6 +53,9 @@ func (wt *watcher) remove(a *attempt) {
 	wt.mu.Lock()
 	defer wt.mu.Unlock()
 	delete(wt.running[a.job.Queue], a)
+	if a.long {
+		wt.w.longRunning.Add(-1)
+	}
 }
 
 // signal records that queue changed.
@@ -143,9 +146,15 @@ func (wt *watcher) renewLoop(stop <-chan struct{}) {
 		now := wt.w.clock.Now()
 		next := now.Add(hb)
 		var due []*attempt
+		longSince := time.Now().Add(-adaptLong)
+		grew := false
 		wt.mu.Lock()
 		for _, m := range wt.running {
 			for a := range m {
+				if wt.w.adapt != nil && !a.long && a.begun.Before(longSince) {
+					a.long, grew = true, true
+					wt.w.longRunning.Add(1)
+				}
 				switch {
 				case a.renewing, a.lost.Load():
 				case !a.renewAt.After(now.Add(slack)), a.renewAt.After(now.Add(hb)):
@@ -157,6 +166,9 @@ func (wt *watcher) renewLoop(stop <-chan struct{}) {
 			}
 		}
 		wt.mu.Unlock()
+		if grew {
+			wt.w.wakeClaimer()
+		}
 		for _, a := range due {
 			wt.renews.Add(1)
 			go wt.renew(a)

@@ -17,7 +17,8 @@ import (
 var errShutdown = errors.New("boson: worker shut down before the attempt finished")
 
 // Worker claims jobs of its queues and runs their handlers. It holds at
-// most Concurrency attempts at once, claims only free capacity, renews the
+// most as many attempts as it has slots (Concurrency, or the adaptive
+// size up to MaxConcurrency), claims only free capacity, renews the
 // leases of running attempts, rescues expired leases and applies retention.
 // Create one with [NewWorker], register handlers, then [Worker.Start] (or
 // [Worker.Run]) and finally [Worker.Shutdown].
@@ -42,13 +43,20 @@ type Worker struct {
 	baseCtx    context.Context
 	hardCancel context.CancelCauseFunc // cancels running attempts
 	slotFreed  chan struct{}
+	limit      atomic.Int64 // slots: handlers that may run at once
+	adapt      *adapter     // sizes the slots; nil when Concurrency fixes them
 	inflight   atomic.Int64 // attempts whose handler runs
-	owned      atomic.Int64 // claimed jobs not yet finalized (running or writing their outcome)
-	runs       sync.WaitGroup
-	loops      sync.WaitGroup
-	completer  *completer
-	watch      *watcher
-	jobs       chan claimedJob // claimed jobs handed to the runners
+	// longRunning counts the handlers of an adaptive worker that have
+	// run longer than adaptLong; up to as many as there are slots do
+	// not hold one.
+	longRunning atomic.Int64
+	owned       atomic.Int64 // claimed jobs not yet finalized (running or writing their outcome)
+	runs        sync.WaitGroup
+	loops       sync.WaitGroup
+	completer   *completer
+	watch       *watcher
+	jobs        chan claimedJob // claimed jobs handed to idle runners
+	idle        atomic.Int64    // runners waiting on jobs and not yet handed one
 }
 
 // claimedJob is one claimed job on its way to a runner.
@@ -125,9 +133,9 @@ func (w *Worker) Start(ctx context.Context) error {
 			w.chain = mw(w.chain)
 		}
 	}
-	// At most 2*Concurrency jobs are owned at once, so submitting a
-	// completion never waits for room.
-	w.completer = newCompleter(w.opts.CompletionBatch, 2*w.opts.Concurrency)
+	// At most twice the slots' ceiling are owned at once, so submitting
+	// a completion never waits for room.
+	w.completer = newCompleter(w.opts.CompletionBatch, 2*w.opts.MaxConcurrency)
 	w.loops.Add(1)
 	go func() {
 		defer w.loops.Done()
@@ -144,10 +152,10 @@ func (w *Worker) Start(ctx context.Context) error {
 		defer w.loops.Done()
 		w.watch.renewLoop(w.stopWatch)
 	}()
-	w.jobs = make(chan claimedJob, w.opts.Concurrency)
-	w.loops.Add(w.opts.Concurrency)
-	for range w.opts.Concurrency {
-		go w.runner()
+	w.jobs = make(chan claimedJob, w.opts.MaxConcurrency)
+	w.limit.Store(int64(w.opts.startSlots()))
+	if w.opts.adaptive() {
+		w.adapt = newAdapter(w, w.opts.startSlots(), w.opts.MaxConcurrency)
 	}
 	w.claimDone = make(chan struct{})
 	go w.claimLoop(wake, unsubscribe)
@@ -159,7 +167,7 @@ func (w *Worker) Start(ctx context.Context) error {
 		w.loops.Add(1)
 		go w.every(w.opts.RetentionInterval, func() { _, _ = w.Cleanup(w.baseCtx) })
 	}
-	w.log.Info("boson: worker started", "queues", w.opts.Queues, "concurrency", w.opts.Concurrency)
+	w.log.Info("boson: worker started", "queues", w.opts.Queues, "slots", w.opts.startSlots(), "adaptive", w.opts.adaptive(), "max_slots", w.opts.MaxConcurrency)
 	return nil
 }
 
@@ -259,7 +267,6 @@ func (w *Worker) claimLoop(wake <-chan struct{}, unsubscribe func()) {
 	linger := time.NewTimer(time.Hour)
 	linger.Stop()
 	defer linger.Stop()
-	half := max(1, w.opts.Concurrency/2)
 	next := 0
 	for {
 		select {
@@ -276,17 +283,25 @@ func (w *Worker) claimLoop(wake <-chan struct{}, unsubscribe func()) {
 			}
 			q := w.queues[(next+i)%len(w.queues)]
 			start := time.Now()
-			if w.claim(q, min(free, maxClaim)) > 0 {
+			asked := min(free, maxClaim)
+			got := w.claim(q, asked)
+			if got > 0 {
 				claimed = true
+			}
+			if w.adapt != nil && got >= 0 {
+				w.adapt.claimed(asked, got)
 			}
 			took += time.Since(start)
 		}
 		next++
+		if w.adapt != nil {
+			w.adapt.adjust(time.Now())
+		}
 		if claimed {
-			if w.free() < half {
+			if w.free() < w.half() {
 				linger.Reset(min(took, maxLinger))
 			gather:
-				for w.free() < half {
+				for w.free() < w.half() {
 					select {
 					case <-w.stopClaim:
 						return
@@ -357,7 +372,8 @@ func (w *Worker) subscribe() (<-chan struct{}, func()) {
 // maxClaim bounds one claim call, far below any backend's batch limit.
 const maxClaim = 1000
 
-// claim takes up to free jobs of q and starts them; it returns how many.
+// claim takes up to free jobs of q and starts them; it returns how many,
+// or -1 when the claim failed.
 func (w *Worker) claim(q queueSource, free int) int {
 	c := w.counters[q.name]
 	jobs, err := q.b.Claim(w.baseCtx, core.ClaimRequest{
@@ -371,24 +387,69 @@ func (w *Worker) claim(q queueSource, free int) int {
 		if w.baseCtx.Err() == nil {
 			w.log.Error("boson: claim failed", "queue", q.name, "error", err)
 		}
-		return 0
+		return -1
 	}
 	c.claimed.Add(int64(len(jobs)))
+	n := int64(len(jobs))
+	w.inflight.Add(n)
+	w.owned.Add(n)
+	w.runs.Add(len(jobs))
 	for _, j := range jobs {
-		w.inflight.Add(1)
-		w.owned.Add(1)
-		w.runs.Add(1)
-		w.jobs <- claimedJob{q: q, c: c, job: j}
+		w.handOver(claimedJob{q: q, c: c, job: j})
 	}
 	return len(jobs)
 }
 
+// handOver gives a claimed job to an idle runner, or starts a runner for
+// it when none is idle, so that a job never waits behind another one.
+// Only the claim loop calls it.
+func (w *Worker) handOver(cj claimedJob) {
+	for {
+		n := w.idle.Load()
+		if n <= 0 {
+			w.loops.Add(1)
+			go w.runner(cj)
+			return
+		}
+		if w.idle.CompareAndSwap(n, n-1) {
+			// A runner counted itself idle before it waits on the
+			// channel, so this send never blocks and is taken at once.
+			w.jobs <- cj
+			return
+		}
+	}
+}
+
+// half is half the slots, at least one: how many the claim loop lets free
+// up before it claims again after a claim that found work.
+func (w *Worker) half() int { return max(1, w.slots()/2) }
+
+// slots returns the current number of slots.
+func (w *Worker) slots() int { return int(w.limit.Load()) }
+
+// setSlots resizes the slots. Shrinking stops nothing: running handlers
+// finish and the worker claims again once fewer run than there are slots.
+func (w *Worker) setSlots(n int) {
+	if old := w.limit.Swap(int64(n)); int(old) != n {
+		w.log.Debug("boson: slots resized", "from", old, "to", n)
+		if n > int(old) {
+			w.wakeClaimer()
+		}
+	}
+}
+
 // free is how many jobs the worker may claim now: a slot is free when no
-// handler runs in it, and at most Concurrency more jobs may be writing
-// their outcome, so that the next claim overlaps the last completions
-// without building a backlog.
+// handler runs in it, and at most as many more jobs as there are slots may
+// be writing their outcome, so that the next claim overlaps the last
+// completions without building a backlog. Handlers of an adaptive worker
+// that have run longer than adaptLong stop holding a slot, up to as many
+// as there are slots and within the ceiling, so that a few long jobs
+// never keep short ones waiting.
 func (w *Worker) free() int {
-	c := w.opts.Concurrency
+	c := w.slots()
+	if w.adapt != nil {
+		c = min(w.opts.MaxConcurrency, c+min(c, int(w.longRunning.Load())))
+	}
 	return min(c-int(w.inflight.Load()), 2*c-int(w.owned.Load()))
 }
 

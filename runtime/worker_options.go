@@ -12,20 +12,34 @@ import (
 	"github.com/boson-go/boson/core"
 )
 
-// WorkerOptions configure a [Worker]. The zero value is useful: ten slots
-// on the default queue, 30-second leases renewed every
-// 10 seconds, polling at most once a second when idle.
+// WorkerOptions configure a [Worker]. The zero value is useful: adaptive
+// handler slots (10 to start, at most 1,000) on the default queue,
+// 30-second leases renewed every 10 seconds, polling at most once a second
+// when idle.
 type WorkerOptions struct {
 	// ID identifies the worker in leases and runs. It must be unique among
 	// running workers; empty means "<host>-<pid>-<random>".
 	ID string
 	// Queues lists the queues to serve; empty means [core.DefaultQueue].
 	Queues []string
-	// Concurrency is how many handlers run at once; 0 means 10. The worker
-	// claims only for free slots and keeps no local backlog. A slot frees
-	// when its handler returns, so the next claim can overlap the write of
-	// the outcome (at most Concurrency outcomes are pending at a time).
+	// Concurrency, when positive, fixes how many handlers run at once. 0
+	// means adaptive slots: the worker starts with 10 (or MaxConcurrency,
+	// if lower), doubles them while claims come back full, most handlers
+	// return within 100 ms and each doubling raises the rate of finished
+	// handlers (a doubling that does not is undone), and halves them back
+	// towards the start when most handlers are slow. A handler of an
+	// adaptive worker that has run for more than a second stops holding a
+	// slot, up to as many such handlers as there are slots, so that a few
+	// long jobs never keep short ones waiting. Either way the worker claims
+	// only for free slots and keeps no local backlog. A slot frees when its
+	// handler returns, so the next claim can overlap the write of the
+	// outcome (at most as many outcomes as slots are pending at a time).
 	Concurrency int
+	// MaxConcurrency is the ceiling of adaptive slots; 0 means 1,000. It
+	// may not be set together with a different Concurrency. A slot that
+	// no handler needs costs nothing: runner goroutines are started when
+	// a claimed job finds none idle.
+	MaxConcurrency int
 	// LeaseTTL is the lease the worker asks for; 0 means 30 seconds. A
 	// lease is not a timeout: supervision renews it while the handler runs.
 	LeaseTTL time.Duration
@@ -82,6 +96,7 @@ const (
 	EnvWorkerID          = "BOSON_WORKER_ID"
 	EnvQueues            = "BOSON_QUEUES"
 	EnvConcurrency       = "BOSON_CONCURRENCY"
+	EnvMaxConcurrency    = "BOSON_MAX_CONCURRENCY"
 	EnvLeaseTTL          = "BOSON_LEASE_TTL"
 	EnvHeartbeatInterval = "BOSON_HEARTBEAT_INTERVAL"
 	EnvPollInterval      = "BOSON_POLL_INTERVAL"
@@ -132,6 +147,7 @@ func workerOptionsFrom(o WorkerOptions, lookup func(string) (string, bool)) (Wor
 		}
 	}
 	num(EnvConcurrency, &o.Concurrency)
+	num(EnvMaxConcurrency, &o.MaxConcurrency)
 	dur(EnvLeaseTTL, &o.LeaseTTL)
 	dur(EnvHeartbeatInterval, &o.HeartbeatInterval)
 	dur(EnvPollInterval, &o.PollInterval)
@@ -172,8 +188,14 @@ func (o WorkerOptions) withDefaults() (WorkerOptions, error) {
 	switch {
 	case o.Concurrency < 0:
 		return bad("concurrency %d must not be negative", o.Concurrency)
-	case o.Concurrency == 0:
-		o.Concurrency = 10
+	case o.MaxConcurrency < 0:
+		return bad("max concurrency %d must not be negative", o.MaxConcurrency)
+	case o.Concurrency > 0 && o.MaxConcurrency > 0 && o.MaxConcurrency != o.Concurrency:
+		return bad("concurrency %d fixes the slots, so max concurrency %d contradicts it: set one of them", o.Concurrency, o.MaxConcurrency)
+	case o.Concurrency > 0:
+		o.MaxConcurrency = o.Concurrency
+	case o.MaxConcurrency == 0:
+		o.MaxConcurrency = defaultMaxConcurrency
 	}
 	if o.LeaseTTL < 0 || o.HeartbeatInterval < 0 || o.PollInterval < 0 || o.ShutdownGrace < 0 || o.RescueLimit < 0 || o.CompletionBatch < 0 {
 		return bad("durations and limits must not be negative")
@@ -213,6 +235,24 @@ func (o WorkerOptions) withDefaults() (WorkerOptions, error) {
 		o.Logger = slog.Default()
 	}
 	return o, nil
+}
+
+// Adaptive slots: where they start and their default ceiling.
+const (
+	startConcurrency      = 10
+	defaultMaxConcurrency = 1000
+)
+
+// adaptive reports whether the worker sizes its slots itself; o must have
+// its defaults filled.
+func (o WorkerOptions) adaptive() bool { return o.Concurrency == 0 }
+
+// startSlots is the worker's slot count when it starts.
+func (o WorkerOptions) startSlots() int {
+	if o.adaptive() {
+		return min(startConcurrency, o.MaxConcurrency)
+	}
+	return o.Concurrency
 }
 
 func defaultWorkerID() string {

@@ -19,8 +19,30 @@ const (
 
 type attemptKey struct{}
 
+// attemptContext is the context a handler runs with: ctx (the attempt's
+// cancellation) carrying the attempt and, as by [WithActorContext], the
+// actor recorded on its job. It lives in the attempt, so it costs no
+// allocation of its own.
+type attemptContext struct {
+	context.Context
+	a *attempt
+}
+
+// Value implements context.Context.
+func (c *attemptContext) Value(key any) any {
+	switch key.(type) {
+	case attemptKey:
+		return c.a
+	case actorKey:
+		return c.a.job.Actor
+	}
+	return c.Context.Value(key)
+}
+
+// withAttempt returns ctx carrying a and the actor of a's job.
 func withAttempt(ctx context.Context, a *attempt) context.Context {
-	return context.WithValue(ctx, attemptKey{}, a)
+	a.ctx = attemptContext{Context: ctx, a: a}
+	return &a.ctx
 }
 
 func attemptFrom(ctx context.Context) (*attempt, error) {
