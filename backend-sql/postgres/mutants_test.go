@@ -1,0 +1,63 @@
+package postgres_test
+
+import (
+	"testing"
+
+	"github.com/boson-go/boson/backend-sql/internal/sqltest"
+	"github.com/boson-go/boson/conformance/mutants"
+)
+
+const pgDialect = "../internal/engine/dialect_postgres.go"
+
+// pgMutants break the Postgres claim statement and transactions; the
+// engine's shared mutants cover the rest.
+var pgMutants = []mutants.Mutant{{
+	Name:   "claim-ignores-run-at",
+	Breaks: []string{mutants.ClaimDueOnly},
+	Edits: []mutants.Edit{{File: pgDialect,
+		Find:    "{after}AND state IN ('queued', 'sleeping') AND run_at <= (SELECT t FROM clk)\n",
+		Replace: "{after}AND state IN ('queued', 'sleeping') AND run_at <= (SELECT t FROM clk) + 1000000000000\n"}},
+	CaughtBy: []string{"Claim/FutureRunAt", "Outcome/FailRetryAt", mutants.ModelCase},
+}, {
+	Name:     "claim-over-limit",
+	Breaks:   []string{mutants.ClaimLimit},
+	Edits:    []mutants.Edit{{File: pgDialect, Find: "ORDER BY priority, run_at, id LIMIT ? FOR UPDATE SKIP LOCKED),", Replace: "ORDER BY priority, run_at, id LIMIT ? + 1 FOR UPDATE SKIP LOCKED),"}},
+	CaughtBy: []string{"Claim/Limit", mutants.ModelCase},
+}, {
+	Name:     "claim-without-skip-locked",
+	Breaks:   []string{mutants.ClaimExclusive},
+	Edits:    []mutants.Edit{{File: pgDialect, Find: "ORDER BY priority, run_at, id LIMIT ? FOR UPDATE SKIP LOCKED),", Replace: "ORDER BY priority, run_at, id LIMIT ?),"}},
+	CaughtBy: []string{"Exclusivity/ConcurrentClaimers"},
+}, {
+	Name:   "token-reused",
+	Breaks: []string{mutants.TokensIncrease, mutants.FenceWrites},
+	Edits: []mutants.Edit{
+		{File: pgDialect, Find: "token = j.token + 1, worker_id", Replace: "token = greatest(j.token, 1), worker_id"},
+		{File: pgDialect, Find: "run_id = j.id || '.' || (j.token + 1)::text", Replace: "run_id = j.id || '.' || greatest(j.token, 1)::text"},
+	},
+	CaughtBy: []string{"Fencing/AfterRescue/Complete", "Reads/RunIDsUnique"},
+}, {
+	Name:     "queues-mixed",
+	Breaks:   []string{mutants.QueueIsolation},
+	Edits:    []mutants.Edit{{File: pgDialect, Find: "WHERE queue = ? {after}AND state IN", Replace: "WHERE (queue = ? OR true) {after}AND state IN"}},
+	CaughtBy: []string{"Claim/QueueIsolation"},
+}, {
+	Name:   "batch-split-into-statements",
+	Breaks: []string{mutants.BatchAtomic},
+	Edits: []mutants.Edit{{File: "../internal/engine/enqueue_postgres.go",
+		Find: "\tif !inTx {\n\t\trows, err := pq.C.Query(ctx, sql, args...)",
+		Replace: "\tif !inTx && len(jobs) > 1 {\n\t\tif _, _, err := (Postgres{}).EnqueueJobs(ctx, e, q, jobs[:len(jobs)-1], now, false); err != nil {\n\t\t\treturn nil, nil, err\n\t\t}\n" +
+			"\t\treturn (Postgres{}).EnqueueJobs(ctx, e, q, jobs[len(jobs)-1:], now, false)\n\t}\n\tif !inTx {\n\t\trows, err := pq.C.Query(ctx, sql, args...)"}},
+	CaughtBy: []string{"Idempotency/Conflict", "Idempotency/ConflictWithinBatch"},
+}}
+
+func TestMutantsCoverProperties(t *testing.T) {
+	mutants.RequireCoverage(t, append(sqltest.EngineMutants, pgMutants...), mutants.Properties, 3)
+}
+
+// TestMutants runs the suite once per mutant of the engine's and the
+// dialect's code and requires each to be caught by the cases it names.
+func TestMutants(t *testing.T) {
+	sqltest.PostgresURL(t)
+	mutants.Run(t, mutants.Target{Test: "TestConformance", Args: []string{"-rapid.checks=50", "-rapid.nofailfile"}}, append(sqltest.EngineMutants, pgMutants...))
+}
