@@ -19,6 +19,7 @@ type queueBackend = core.QueueBackend
 // for concurrent use by many goroutines and many processes.
 type Backend struct {
 	queueBackend
+	opsBackend
 	e      *engine.Engine
 	pool   *pgxpool.Pool
 	schema string
@@ -78,7 +79,7 @@ func newBackend(pool *pgxpool.Pool, owned bool, opts Options) (*Backend, error) 
 		Logger:       o.Logger,
 		PollInterval: o.PollInterval,
 	})
-	b := &Backend{queueBackend: e, e: e, pool: pool, schema: o.Schema}
+	b := &Backend{queueBackend: e, opsBackend: e, e: e, pool: pool, schema: o.Schema}
 	e.OnClose(b.closeListener)
 	return b, nil
 }

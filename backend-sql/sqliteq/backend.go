@@ -23,6 +23,7 @@ type queueBackend = core.QueueBackend
 // for concurrent use; several processes may share the file.
 type Backend struct {
 	queueBackend
+	opsBackend
 	e      *engine.Engine
 	writer *sql.DB
 	reader *sql.DB
@@ -84,7 +85,7 @@ func Open(ctx context.Context, path string, opts Options) (*Backend, error) {
 		Logger:       o.Logger,
 		PollInterval: o.PollInterval,
 	})
-	b.queueBackend = b.e
+	b.queueBackend, b.opsBackend = b.e, b.e
 	return b, nil
 }
 
