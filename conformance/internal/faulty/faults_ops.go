@@ -2,6 +2,7 @@ package faulty
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -104,6 +105,12 @@ func init() {
 		What:     "CountRuns ignores the lower time bound",
 		CaughtBy: []string{"Runs/Count"},
 		wrap:     func(b core.QueueBackend) core.QueueBackend { return countRunsNoSince{base{b}} },
+	})
+	register(Fault{
+		Name:     "find-key-any-queue",
+		What:     "FindByIdempotencyKey falls back to a job of another queue that holds the key",
+		CaughtBy: []string{"Search/FindByKey"},
+		wrap:     func(b core.QueueBackend) core.QueueBackend { return findKeyAnyQueue{base{b}} },
 	})
 	register(Fault{
 		Name:     "list-tasks-omits-config-only",
@@ -435,6 +442,27 @@ type countRunsNoSince struct{ base }
 func (c countRunsNoSince) CountRuns(ctx context.Context, f core.RunFilter) (map[core.RunStatus]int64, error) {
 	f.Since = time.Time{}
 	return c.base.CountRuns(ctx, f)
+}
+
+// findKeyAnyQueue looks the key up in every queue when the named one
+// does not hold it.
+type findKeyAnyQueue struct{ base }
+
+func (f findKeyAnyQueue) FindByIdempotencyKey(ctx context.Context, queue, key string) (core.Job, error) {
+	j, err := f.base.FindByIdempotencyKey(ctx, queue, key)
+	if !errors.Is(err, core.ErrNotFound) {
+		return j, err
+	}
+	qs, qerr := f.QueueBackend.ListQueues(ctx)
+	if qerr != nil {
+		return j, qerr
+	}
+	for _, q := range qs {
+		if other, oerr := f.base.FindByIdempotencyKey(ctx, q.Queue, key); oerr == nil {
+			return other, nil
+		}
+	}
+	return j, err
 }
 
 // tasksOmitConfigOnly drops tasks without jobs.
