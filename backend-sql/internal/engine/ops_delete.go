@@ -31,8 +31,8 @@ func (e *Engine) DeleteJob(ctx context.Context, jobID string, force bool) error 
 	if err := e.check("delete job"); err != nil {
 		return err
 	}
-	if jobID == "" || len(jobID) > core.MaxNameLength {
-		return fmt.Errorf("%w: job_id: must be 1 to %d bytes", core.ErrInvalidArgument, core.MaxNameLength)
+	if err := core.ValidateJobID(jobID); err != nil {
+		return err
 	}
 	if !plausibleID(jobID) {
 		return fmt.Errorf("boson/%s: delete job: %w: job %q", e.d.Name(), core.ErrNotFound, jobID)

@@ -333,11 +333,8 @@ func (e *Engine) FindByIdempotencyKey(ctx context.Context, queue, key string) (c
 	if err := e.check("find by idempotency key"); err != nil {
 		return core.Job{}, err
 	}
-	if err := core.ValidateName("queue", queue); err != nil {
+	if err := core.ValidateKeyLookup(queue, key); err != nil {
 		return core.Job{}, err
-	}
-	if key == "" || len(key) > core.MaxIdempotencyKeyLength || !utf8.ValidString(key) {
-		return core.Job{}, fmt.Errorf("%w: idempotency_key: must be valid UTF-8 of 1 to %d bytes", core.ErrInvalidArgument, core.MaxIdempotencyKeyLength)
 	}
 	var jobs []core.Job
 	var err error
