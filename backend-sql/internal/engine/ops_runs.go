@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -18,7 +19,7 @@ import (
 // with its job j) and for an open run (the job row j).
 const (
 	finishedRunCols = "r.job_id, r.token, r.id, r.attempt, r.worker_id, r.status, r.started_at, r.finished_at, r.error, j.queue, j.task"
-	openRunCols     = "j.id, j.token, j.run_id, j.attempt, j.worker_id, 'running', j.started_at, 0, '', j.queue, j.task"
+	openRunCols     = "j.id, j.token, j.run_id, j.attempt, j.worker_id, 'running' AS status, j.started_at, 0 AS finished_at, '' AS error, j.queue, j.task"
 )
 
 // scanRun reads one row of finishedRunCols or openRunCols.
@@ -111,6 +112,9 @@ func runBranches(f core.RunFilter) (fin *where, open *where, none bool) {
 				op = "<"
 			}
 			w.add("("+job+", "+token+") "+op+" (?, ?)", cj, ct)
+			if !isOpen { // lets a merge join start the job side there too
+				w.add("j.id "+op+"= ?", cj)
+			}
 		}
 		return w
 	}
@@ -156,21 +160,25 @@ func (e *Engine) ListAllRuns(ctx context.Context, f core.RunFilter) (core.RunPag
 	if none {
 		return core.RunPage{}, nil
 	}
-	var parts []string
-	var args []any
-	if fin != nil {
-		parts = append(parts, "SELECT "+finishedRunCols+" FROM {s}runs r JOIN {s}jobs j ON j.id = r.job_id"+fin.sql())
-		args = append(args, fin.args...)
-	}
-	if open != nil {
-		parts = append(parts, "SELECT "+openRunCols+" FROM {s}jobs j"+open.sql())
-		args = append(args, open.args...)
-	}
+	// Each half is cut to a page in its own order, so that it walks its
+	// index only as far as one page needs; the merge takes the first page.
 	order := " ORDER BY 1, 2"
 	if f.Desc {
 		order = " ORDER BY 1 DESC, 2 DESC"
 	}
 	size := f.PageSize()
+	var parts []string
+	var args []any
+	half := func(sql string, w *where) {
+		parts = append(parts, "SELECT * FROM ("+sql+w.sql()+order+" LIMIT ?) AS h"+strconv.Itoa(len(parts)))
+		args = append(append(args, w.args...), size+1)
+	}
+	if fin != nil {
+		half("SELECT "+finishedRunCols+" FROM {s}runs r JOIN {s}jobs j ON j.id = r.job_id", fin)
+	}
+	if open != nil {
+		half("SELECT "+openRunCols+" FROM {s}jobs j", open)
+	}
 	var runs []core.Run
 	err := e.scanAll(ctx, e.st.Reader(), strings.Join(parts, " UNION ALL ")+order+" LIMIT ?", append(args, size+1), func(rows Rows) error {
 		run, err := scanRun(rows)
