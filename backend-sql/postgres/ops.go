@@ -1,6 +1,11 @@
 package postgres
 
-import "github.com/boson-go/boson/backend-sql/internal/engine"
+import (
+	"context"
+
+	"github.com/boson-go/boson/backend-sql/internal/engine"
+	"github.com/boson-go/boson/core"
+)
 
 // opsBackend gives [Backend] the operations capabilities of the engine:
 // core.RunReader (GetRun, ListAllRuns, CountRuns), core.JobSearcher
@@ -12,3 +17,11 @@ import "github.com/boson-go/boson/backend-sql/internal/engine"
 type opsBackend = engine.Ops
 
 var _ engine.Ops = (*Backend)(nil)
+
+// ExplainSearch returns the store's plan of the statement that reads the
+// first page of SearchJobs(s), so that an operator can see which index a
+// search walks (the README of backend-sql lists them). It runs nothing
+// but EXPLAIN and changes nothing.
+func (b *Backend) ExplainSearch(ctx context.Context, s core.JobSearch) (string, error) {
+	return b.e.SearchPlan(ctx, s)
+}

@@ -265,6 +265,12 @@ func (e *Engine) SearchJobs(ctx context.Context, s core.JobSearch) (core.JobPage
 // searchPage reads the first n rows that w selects after cursor, in id
 // order (descending when desc is set).
 func (e *Engine) searchPage(ctx context.Context, w *where, desc bool, cursor string, n int) ([]core.Job, error) {
+	sql, args := searchSQL(w, desc, cursor, n)
+	return collectJobs(e.st.Reader().Query(ctx, e.render(sql), args...))
+}
+
+// searchSQL is the statement of searchPage, not yet rendered.
+func searchSQL(w *where, desc bool, cursor string, n int) (string, []any) {
 	conds, args := w.conds, w.args
 	if cursor != "" {
 		op := "id > ?"
@@ -277,7 +283,36 @@ func (e *Engine) searchPage(ctx context.Context, w *where, desc bool, cursor str
 	if desc {
 		sql += " DESC"
 	}
-	return collectJobs(e.st.Reader().Query(ctx, e.render(sql+" LIMIT ?"), append(args, n)...))
+	return sql + " LIMIT ?", append(slices.Clip(args), n)
+}
+
+// SearchPlan returns the store's plan (EXPLAIN without running it) of
+// the statement that reads the first rows of SearchJobs(s), or a note
+// when s can match no job and so runs none. It changes nothing.
+func (e *Engine) SearchPlan(ctx context.Context, s core.JobSearch) (string, error) {
+	if err := e.check("search plan"); err != nil {
+		return "", err
+	}
+	if err := core.ValidateJobSearch(s); err != nil {
+		return "", err
+	}
+	if err := validCursor(s.Cursor); err != nil {
+		return "", err
+	}
+	w := e.searchWhere(s)
+	if w.none {
+		return "no statement: the search matches no job", nil
+	}
+	sql, args := searchSQL(w, s.Desc, s.Cursor, s.PageSize()+1)
+	explain := "EXPLAIN QUERY PLAN "
+	if _, ok := e.d.(Postgres); ok {
+		explain = "EXPLAIN (COSTS OFF) "
+	}
+	var lines []string
+	if err := e.planLines(ctx, e.st.Reader(), explain+e.render(sql), args, &lines); err != nil {
+		return "", e.wrap("search plan", err)
+	}
+	return strings.Join(lines, "\n"), nil
 }
 
 // CountSearch implements core.JobSearcher.
