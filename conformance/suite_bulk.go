@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -24,6 +25,7 @@ func testBulk(t *testing.T, h Harness) {
 		"DryRun":              bulkDryRun,
 		"StatesOutsideAction": bulkStatesOutside,
 		"Resume":              bulkResume,
+		"ResumeAfterCancel":   bulkResumeAfterCancel,
 		"CancelWhileWorkers":  bulkCancelWhileWorkers,
 		"InvalidRequest":      bulkInvalid,
 	}
@@ -226,6 +228,42 @@ func bulkResume(e *env) {
 	tot := e.bulkAll(req)
 	requireEq(e.t, tot.Changed, 20, "changed by the later steps")
 	requireEq(e.t, tot.Skipped+tot.Failed, 0, "skipped or failed by the later steps")
+	for _, j := range jobs {
+		e.requireState(j.ID, core.StateCancelled)
+	}
+}
+
+// stopAfter cancels a context after its n-th Cancel, for a bulk step that
+// ends mid-page.
+type stopAfter struct {
+	core.QueueBackend
+	core.JobSearcher
+	n    int
+	stop func()
+}
+
+func (s *stopAfter) Cancel(ctx context.Context, id, reason string) (core.Job, error) {
+	j, err := s.QueueBackend.Cancel(ctx, id, reason)
+	if s.n--; s.n == 0 {
+		s.stop()
+	}
+	return j, err
+}
+
+func bulkResumeAfterCancel(e *env) {
+	jobs := e.enqueueN("q", "t", 12)
+	ctx, stop := context.WithCancel(e.ctx)
+	defer stop()
+	b := &stopAfter{QueueBackend: e.b, JobSearcher: e.searcher(), n: 7, stop: stop}
+	req := core.BulkRequest{Action: core.BulkCancel, Limit: 10, Search: core.JobSearch{JobFilter: core.JobFilter{Queue: "q"}}}
+	r, err := core.Bulk(ctx, b, req)
+	if !errors.Is(err, context.Canceled) || r.Done || r.Changed != 7 || r.Matched != 7 {
+		e.t.Fatalf("a step whose context ends after 7 cancels = %+v, %v; want 7 changed and context.Canceled", r, err)
+	}
+	req.Cursor = r.Next
+	tot := e.bulkAll(req)
+	requireEq(e.t, tot.Changed, 5, "changed after resuming")
+	requireEq(e.t, tot.Skipped+tot.Failed, 0, "skipped or failed after resuming")
 	for _, j := range jobs {
 		e.requireState(j.ID, core.StateCancelled)
 	}

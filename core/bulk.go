@@ -122,7 +122,9 @@ func ValidateBulk(r BulkRequest) error {
 // [ErrUnsupported] when b lacks [JobSearcher] (or [JobDeleter] for
 // BulkDelete), and an error wrapping [ErrInvalidArgument] for an invalid
 // request. When ctx ends mid-step it returns the counts so far, with a
-// Next that resumes after the last job it visited, and ctx's error.
+// Next from which the action resumes (the jobs that already took it are
+// not visited again, since they left the states the action applies to),
+// and ctx's error.
 func Bulk(ctx context.Context, b QueueBackend, req BulkRequest) (BulkResult, error) {
 	if err := ValidateBulk(req); err != nil {
 		return BulkResult{}, err
@@ -158,15 +160,19 @@ func Bulk(ctx context.Context, b QueueBackend, req BulkRequest) (BulkResult, err
 	var res BulkResult
 	s.Cursor = req.Cursor
 	for int(res.Matched) < req.Limit {
+		// A cursor is opaque: a step that stops inside a page resumes from
+		// the page's start. The jobs of it that took the action no longer
+		// match the narrowed states, so they are not visited again.
+		start := s.Cursor
 		s.Limit = req.Limit - int(res.Matched)
 		page, err := js.SearchJobs(ctx, s)
 		if err != nil {
-			res.Next = s.Cursor
+			res.Next = start
 			return res, err
 		}
 		for _, j := range page.Jobs {
 			if err := ctx.Err(); err != nil {
-				res.Next = s.Cursor
+				res.Next = start
 				return res, err
 			}
 			err := applyBulk(ctx, b, jd, req, j.ID)
@@ -176,7 +182,7 @@ func Bulk(ctx context.Context, b QueueBackend, req BulkRequest) (BulkResult, err
 			case errors.Is(err, ErrInvalidState) || errors.Is(err, ErrNotFound):
 				res.Skipped++
 			case errors.Is(err, ErrUnsupported) || errors.Is(err, ErrClosed) || ctx.Err() != nil:
-				res.Next = s.Cursor // resume at this job: it did not take the action
+				res.Next = start
 				return res, err
 			default:
 				res.Failed++
@@ -185,7 +191,6 @@ func Bulk(ctx context.Context, b QueueBackend, req BulkRequest) (BulkResult, err
 				}
 			}
 			res.Matched++
-			s.Cursor = j.ID
 		}
 		if page.Next == "" {
 			res.Done = true
