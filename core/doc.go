@@ -45,6 +45,14 @@
 // filter on them, one bounded step at a time, from each store's own
 // per-job transitions, so it is safe while workers run.
 //
+// # Transactions
+//
+// Stores with transactions can join the caller's: [TxEnqueuer] enqueues
+// and [TxController] cancels and retries inside a transaction the caller
+// owns, so that the application's rows and the queue's state commit or
+// roll back together. [EnqueueTx], [CancelTx] and [RetryTx] return
+// [ErrUnsupported] on a backend without them.
+//
 // # Writing an adapter
 //
 // Implement [QueueBackend], call [PrepareJobs] from Enqueue so that validation,
