@@ -72,8 +72,13 @@
 //     that precision. No case sleeps to wait for time.
 //   - The cleanup New registers must tolerate a backend that the suite
 //     already closed (the Lifecycle/Close case closes it).
-//   - Capabilities.TxEnqueue needs BeginTx, which opens a transaction of
-//     the store's own type on the store behind the backend.
+//   - Capabilities.TxEnqueue and Capabilities.TxControl need BeginTx,
+//     which opens a transaction of the store's own type on the store
+//     behind the backend. The TxControl area checks [core.TxController]:
+//     CancelTx and RetryTx change nothing that others see until the
+//     commit, and nothing at all after a rollback; a running job's lease
+//     works until the cancel commits and fails with [core.ErrLeaseLost]
+//     after it. While its transaction is open a case only reads.
 //   - Capabilities.Runs, Search, Tasks and Delete declare the operations
 //     interfaces [core.RunReader], [core.JobSearcher], [core.TaskLister]
 //     and [core.JobDeleter]; the areas of the same names test them, and
@@ -89,7 +94,9 @@
 // [core.Notifier] anyway, Subscribe must return a usable stop function (a
 // nil channel is fine). The suite never waits for a signal it was not
 // promised. Transactional enqueue that is not declared must make
-// [core.EnqueueTx] return an error wrapping [core.ErrUnsupported]. An
+// [core.EnqueueTx] return an error wrapping [core.ErrUnsupported], and
+// transactional control that is not declared must do the same for
+// [core.CancelTx] and [core.RetryTx]. An
 // operations capability that is not declared must be missing from the
 // backend's type, or each of its methods must return an error wrapping
 // [core.ErrUnsupported].

@@ -20,7 +20,10 @@ type Fault struct {
 	// CaughtBy names suite cases (relative to the suite's root test) that
 	// must fail against the fault.
 	CaughtBy []string
-	wrap     func(b core.QueueBackend) core.QueueBackend
+	// TxControl: the wrapper implements core.TxController on transactions
+	// from [BeginJournal], so the harness declares TxControl.
+	TxControl bool
+	wrap      func(b core.QueueBackend) core.QueueBackend
 }
 
 // Faults lists every fault, by name.
