@@ -19,7 +19,9 @@ import (
 type queueBackend = core.QueueBackend
 
 // Backend is a boson queue backend on one SQLite file. It implements
-// [core.QueueBackend], [core.Notifier] and [core.TxEnqueuer], and is safe
+// [core.QueueBackend], [core.Notifier], [core.TxEnqueuer] and the
+// operations capabilities [core.RunReader], [core.JobSearcher],
+// [core.TaskLister] and [core.JobDeleter], and is safe
 // for concurrent use; several processes may share the file.
 type Backend struct {
 	queueBackend

@@ -44,6 +44,29 @@ func Ops(t *testing.T, env OpsEnv) {
 	t.Run("DeleteJob", func(t *testing.T) { opsDeleteJob(t, env) })
 	t.Run("DeleteQueue", func(t *testing.T) { opsDeleteQueue(t, env) })
 	t.Run("DeleteQueueWhileCompleting", func(t *testing.T) { opsDeleteRace(t, env) })
+	t.Run("Closed", func(t *testing.T) { opsClosed(t, env) })
+}
+
+// opsClosed checks that every operation fails with ErrClosed after Close.
+func opsClosed(t *testing.T, env OpsEnv) {
+	ctx := context.Background()
+	b := env.New(t, nil)
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	errs := map[string]error{}
+	_, errs["GetRun"] = b.GetRun(ctx, "a.1")
+	_, errs["ListAllRuns"] = b.ListAllRuns(ctx, core.RunFilter{})
+	_, errs["CountRuns"] = b.CountRuns(ctx, core.RunFilter{})
+	_, errs["SearchJobs"] = b.SearchJobs(ctx, core.JobSearch{})
+	_, errs["CountSearch"] = b.CountSearch(ctx, core.JobSearch{})
+	_, errs["FindByIdempotencyKey"] = b.FindByIdempotencyKey(ctx, "q", "k")
+	_, errs["ListTasks"] = b.ListTasks(ctx)
+	errs["DeleteJob"] = b.DeleteJob(ctx, "a", true)
+	_, errs["DeleteQueue"] = b.DeleteQueue(ctx, core.DeleteQueueRequest{Queue: "q", Limit: 1})
+	for name, err := range errs {
+		wantErr(t, name, err, core.ErrClosed)
+	}
 }
 
 var opsEpoch = time.Date(2024, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -432,6 +455,8 @@ func opsRuns(t *testing.T, env OpsEnv) {
 	wantErr(t, "job without runs", err, core.ErrNotFound)
 	_, err = b.GetRun(ctx, core.RunID("missing", 1))
 	wantErr(t, "missing job", err, core.ErrNotFound)
+	_, err = b.GetRun(ctx, "\xff.1")
+	wantErr(t, "job id not UTF-8", err, core.ErrNotFound)
 	_, err = b.GetRun(ctx, "no token")
 	wantErr(t, "malformed id", err, core.ErrInvalidArgument)
 
