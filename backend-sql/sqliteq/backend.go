@@ -19,7 +19,8 @@ import (
 type queueBackend = core.QueueBackend
 
 // Backend is a boson queue backend on one SQLite file. It implements
-// [core.QueueBackend], [core.Notifier], [core.TxEnqueuer] and the
+// [core.QueueBackend], [core.Notifier], [core.TxEnqueuer],
+// [core.TxController] and the
 // operations capabilities [core.RunReader], [core.JobSearcher],
 // [core.TaskLister] and [core.JobDeleter], and is safe
 // for concurrent use; several processes may share the file.
