@@ -22,7 +22,6 @@ type queueBackend = core.QueueBackend
 // for concurrent use by many goroutines and many processes.
 type Backend struct {
 	queueBackend
-	opsBackend
 	e      *engine.Engine
 	pool   *pgxpool.Pool
 	schema string
@@ -30,6 +29,8 @@ type Backend struct {
 	listenOnce sync.Once
 	stopListen context.CancelFunc
 	listenDone chan struct{}
+
+	opsBackend
 }
 
 // New returns a backend on pool, which the caller keeps owning: Close
@@ -82,8 +83,9 @@ func newBackend(pool *pgxpool.Pool, owned bool, opts Options) (*Backend, error) 
 		Logger:       o.Logger,
 		PollInterval: o.PollInterval,
 	})
-	b := &Backend{queueBackend: e, opsBackend: e, e: e, pool: pool, schema: o.Schema}
+	b := &Backend{queueBackend: e, e: e, pool: pool, schema: o.Schema}
 	e.OnClose(b.closeListener)
+	b.opsBackend = e
 	return b, nil
 }
 
