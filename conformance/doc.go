@@ -72,15 +72,34 @@
 //     that precision. No case sleeps to wait for time.
 //   - The cleanup New registers must tolerate a backend that the suite
 //     already closed (the Lifecycle/Close case closes it).
-//   - Capabilities.TxEnqueue needs BeginTx, which opens a transaction of
-//     the store's own type on the store behind the backend.
+//   - Capabilities.TxEnqueue and Capabilities.TxControl need BeginTx,
+//     which opens a transaction of the store's own type on the store
+//     behind the backend. The TxControl area checks [core.TxController]:
+//     CancelTx and RetryTx change nothing that others see until the
+//     commit, and nothing at all after a rollback; a running job's lease
+//     works until the cancel commits and fails with [core.ErrLeaseLost]
+//     after it. While its transaction is open a case only reads.
+//   - Capabilities.Runs, Search, Tasks and Delete declare the operations
+//     interfaces [core.RunReader], [core.JobSearcher], [core.TaskLister]
+//     and [core.JobDeleter]; the areas of the same names test them, and
+//     the cases of each use the others where the harness declares them
+//     too (a deleted job's runs are gone from GetRun, its key from
+//     FindByIdempotencyKey). The Bulk area runs [core.Bulk] on a backend
+//     that declares Search (and Delete, for bulk deletes): cancel, retry
+//     and delete by filter in bounded steps, with exact counts while
+//     workers claim.
 //
 // Notifications that a harness does not declare: [core.SubscribeQueue]
 // must report ok=false, or, where the backend type implements
 // [core.Notifier] anyway, Subscribe must return a usable stop function (a
 // nil channel is fine). The suite never waits for a signal it was not
 // promised. Transactional enqueue that is not declared must make
-// [core.EnqueueTx] return an error wrapping [core.ErrUnsupported].
+// [core.EnqueueTx] return an error wrapping [core.ErrUnsupported], and
+// transactional control that is not declared must do the same for
+// [core.CancelTx] and [core.RetryTx]. An
+// operations capability that is not declared must be missing from the
+// backend's type, or each of its methods must return an error wrapping
+// [core.ErrUnsupported].
 //
 // # Names, selection and reproduction
 //

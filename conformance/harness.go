@@ -25,6 +25,20 @@ type Capabilities struct {
 	Notify bool
 	// TxEnqueue: the backend implements core.TxEnqueuer; BeginTx is required.
 	TxEnqueue bool
+	// TxControl: the backend implements core.TxController (CancelTx,
+	// RetryTx); BeginTx is required.
+	TxControl bool
+	// Runs: the backend implements core.RunReader (GetRun, ListAllRuns,
+	// CountRuns).
+	Runs bool
+	// Search: the backend implements core.JobSearcher (SearchJobs,
+	// CountSearch, FindByIdempotencyKey).
+	Search bool
+	// Tasks: the backend implements core.TaskLister.
+	Tasks bool
+	// Delete: the backend implements core.JobDeleter (DeleteJob,
+	// DeleteQueue).
+	Delete bool
 }
 
 // Harness tells the suite how to run against one backend.
@@ -39,6 +53,7 @@ type Harness struct {
 	// Capabilities lists the optional capabilities the backend offers.
 	Capabilities Capabilities
 	// BeginTx opens a transaction of the store's own type on the store
-	// behind b, for EnqueueTx. Required when Capabilities.TxEnqueue is set.
+	// behind b, for EnqueueTx, CancelTx and RetryTx. Required when
+	// Capabilities.TxEnqueue or Capabilities.TxControl is set.
 	BeginTx func(ctx context.Context, t testing.TB, b core.QueueBackend) (tx any, commit, rollback func() error)
 }

@@ -1,6 +1,7 @@
 package conformance_test
 
 import (
+	"context"
 	"os"
 	"testing"
 
@@ -17,7 +18,7 @@ const faultEnv = "BOSON_CONFORMANCE_FAULT"
 // memHarness runs the suite on the in-memory backend, optionally wrapped
 // in the named fault.
 func memHarness(fault string) conformance.Harness {
-	return conformance.Harness{
+	h := conformance.Harness{
 		Name: "mem",
 		New: func(t testing.TB, opts conformance.Options) core.QueueBackend {
 			b := mem.New(mem.Options{Clock: opts.Clock, Limits: opts.Limits})
@@ -31,8 +32,37 @@ func memHarness(fault string) conformance.Harness {
 			}
 			return w
 		},
-		Capabilities: conformance.Capabilities{Notify: true},
+		Capabilities: conformance.Capabilities{Notify: true, Runs: true, Search: true, Tasks: true, Delete: true},
 	}
+	if faulty.Faults[fault].TxControl {
+		journalTx(&h)
+	}
+	return h
+}
+
+// journalTx declares TxControl on h, with the journal transactions of
+// the faulty package: mem has none of its own.
+func journalTx(h *conformance.Harness) {
+	h.Capabilities.TxControl = true
+	h.BeginTx = func(ctx context.Context, _ testing.TB, _ core.QueueBackend) (any, func() error, func() error) {
+		return faulty.BeginJournal(ctx)
+	}
+}
+
+// TestMemJournal runs the suite on mem wrapped in the correct journal,
+// the one that the tx-* faults break, so that each of them is caught
+// for its own defect.
+func TestMemJournal(t *testing.T) {
+	if os.Getenv(faultEnv) != "" {
+		return // inside a faulty-backend subprocess
+	}
+	h := memHarness("")
+	inner := h.New
+	h.New = func(t testing.TB, opts conformance.Options) core.QueueBackend {
+		return faulty.WrapJournal(inner(t, opts))
+	}
+	journalTx(&h)
+	conformance.Run(t, h)
 }
 
 func TestMem(t *testing.T) {

@@ -30,6 +30,12 @@ var areas = []area{
 	{"Cleanup", testCleanup},
 	{"Lifecycle", testLifecycle},
 	{"Capabilities", testCapabilities},
+	{"TxControl", testTxControl},
+	{"Runs", testRuns},
+	{"Search", testSearch},
+	{"Tasks", testTasks},
+	{"Delete", testDelete},
+	{"Bulk", testBulk},
 	{"Model", testModel},
 }
 
@@ -51,6 +57,9 @@ func Run(t *testing.T, h Harness) {
 	}
 	if h.Capabilities.TxEnqueue && h.BeginTx == nil {
 		t.Fatal("conformance: Harness declares TxEnqueue but BeginTx is nil")
+	}
+	if h.Capabilities.TxControl && h.BeginTx == nil {
+		t.Fatal("conformance: Harness declares TxControl but BeginTx is nil")
 	}
 	for _, a := range areas {
 		t.Run(a.name, func(t *testing.T) {

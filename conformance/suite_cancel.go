@@ -75,18 +75,29 @@ func cancelRunning(e *env) {
 	got := e.cancel(j.ID, "operator")
 	requireEq(e.t, got.State, core.StateCancelled, "state")
 	requireEq(e.t, got.LastError, "operator", "last error")
+	e.requireCancelledRunning(j)
+}
+
+// requireCancelledRunning checks job j of queue "q", cancelled now while
+// it ran under j.Lease: its one run ended cancelled now, the lease is
+// lost to Heartbeat and Complete, which change nothing, and neither Claim
+// nor Rescue finds the job again.
+func (e *env) requireCancelledRunning(j core.Job) {
+	e.t.Helper()
 	runs := e.runs(j.ID)
 	if len(runs) != 1 || runs[0].Status != core.RunCancelled {
 		e.t.Fatalf("runs: %+v, want one cancelled run", runs)
 	}
 	requireTime(e.t, runs[0].FinishedAt, e.now(), "cancelled run's finished at")
 	before := e.snap(j.ID)
+	_, err := e.b.Heartbeat(e.ctx, j.Lease, leaseTTL)
+	requireErr(e.t, err, core.ErrLeaseLost, "the cancelled worker's Heartbeat")
 	errs, err := e.b.Complete(e.ctx, []core.Completion{{Lease: j.Lease, Result: []byte("too late")}})
 	if err == nil {
 		err = errs[0]
 	}
 	requireErr(e.t, err, core.ErrLeaseLost, "the cancelled worker's Complete")
-	e.requireUnchanged(before, "the cancelled worker's Complete")
+	e.requireUnchanged(before, "the cancelled worker's Heartbeat and Complete")
 	e.advance(time.Hour)
 	e.claimNone("q", "the running job was cancelled")
 	if r := e.rescue(10); r.Total() != 0 {
@@ -189,14 +200,21 @@ func retrySpent(e *env) {
 	requireEq(e.t, e.fail(core.Failure{Lease: c.Lease, Error: "y"}), core.StateFailed, "state after the extra attempt")
 }
 
-func retryInvalid(e *env) {
+// unretryable makes one job in each state that Retry refuses: queued (in
+// queue q), running (q2), succeeded (q3) and sleeping (q4).
+func (e *env) unretryable() []core.Job {
+	e.t.Helper()
 	queued := e.enqueueOne(req("q", "t"))
 	running := e.enqueueClaim(req("q2", "t"))
 	done := e.enqueueClaim(req("q3", "t"))
 	e.complete(done.Lease, nil)
 	sleeping := e.enqueueClaim(req("q4", "t"))
 	e.sleep(sleeping.Lease, e.now().Add(time.Hour))
-	for _, j := range []core.Job{queued, running, done, sleeping} {
+	return []core.Job{queued, running, done, sleeping}
+}
+
+func retryInvalid(e *env) {
+	for _, j := range e.unretryable() {
 		before := e.snap(j.ID)
 		_, err := e.b.Retry(e.ctx, j.ID)
 		requireErr(e.t, err, core.ErrInvalidState, "Retry of a "+string(before.Job.State)+" job")

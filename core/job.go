@@ -132,8 +132,12 @@ type EnqueueResult struct {
 
 // Run is one claim of a job, from claim to release.
 type Run struct {
-	ID         string    `json:"id"`
-	JobID      string    `json:"job_id"`
+	ID    string `json:"id"`
+	JobID string `json:"job_id"`
+	// Queue and Task are the job's; [RunReader] sets them, and ListRuns
+	// may leave them empty.
+	Queue      string    `json:"queue,omitempty"`
+	Task       string    `json:"task,omitempty"`
 	Attempt    int       `json:"attempt"`
 	WorkerID   string    `json:"worker_id"`
 	Token      int64     `json:"token"`

@@ -76,3 +76,13 @@ const (
 
 // AllRunStatuses lists every run status.
 var AllRunStatuses = []RunStatus{RunRunning, RunSucceeded, RunFailed, RunSleeping, RunCancelled, RunLost}
+
+// Valid reports whether s is one of [AllRunStatuses].
+func (s RunStatus) Valid() bool {
+	for _, v := range AllRunStatuses {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}

@@ -64,7 +64,9 @@
 // supplies defaults for what the spawn leaves unset, and the backend
 // enforces its limits. The returned [Handle] waits (woken by
 // [core.Notifier] where the backend has it, polling otherwise), snapshots,
-// cancels and retries.
+// cancels and retries. Where the backend implements [core.TxController],
+// [Client.CancelTx] and [Client.RetryTx] (and the Handle's) cancel and
+// retry inside the caller's transaction too, taking effect at its commit.
 //
 // # Topologies
 //

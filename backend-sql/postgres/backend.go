@@ -15,7 +15,10 @@ import (
 type queueBackend = core.QueueBackend
 
 // Backend is a boson queue backend on PostgreSQL. It implements
-// [core.QueueBackend], [core.Notifier] and [core.TxEnqueuer], and is safe
+// [core.QueueBackend], [core.Notifier], [core.TxEnqueuer],
+// [core.TxController] and the
+// operations capabilities [core.RunReader], [core.JobSearcher],
+// [core.TaskLister] and [core.JobDeleter], and is safe
 // for concurrent use by many goroutines and many processes.
 type Backend struct {
 	queueBackend
@@ -27,6 +30,8 @@ type Backend struct {
 	listenOnce sync.Once
 	stopListen context.CancelFunc
 	listenDone chan struct{}
+
+	opsBackend
 }
 
 // New returns a backend on pool, which the caller keeps owning: Close
@@ -98,6 +103,7 @@ func newBackend(pool *pgxpool.Pool, owned bool, opts Options) (*Backend, error) 
 	})
 	b := &Backend{queueBackend: e, e: e, pool: pool, schema: o.Schema, listenCfg: listen}
 	e.OnClose(b.closeListener)
+	b.opsBackend = e
 	return b, nil
 }
 

@@ -35,6 +35,8 @@
 // the subscribers. Subscriptions also tick every Options.PollInterval so
 // that a missed notification costs one interval at most.
 //
-// It implements [core.TxEnqueuer] with pgx.Tx: [Backend.EnqueueTx] stores
-// jobs inside the caller's transaction, visible only once it commits.
+// It implements [core.TxEnqueuer] and [core.TxController] with pgx.Tx:
+// [Backend.EnqueueTx] stores jobs, and [Backend.CancelTx] and
+// [Backend.RetryTx] cancel and retry them, inside the caller's
+// transaction, visible only once it commits.
 package postgres

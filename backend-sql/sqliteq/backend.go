@@ -19,10 +19,14 @@ import (
 type queueBackend = core.QueueBackend
 
 // Backend is a boson queue backend on one SQLite file. It implements
-// [core.QueueBackend], [core.Notifier] and [core.TxEnqueuer], and is safe
+// [core.QueueBackend], [core.Notifier], [core.TxEnqueuer],
+// [core.TxController] and the
+// operations capabilities [core.RunReader], [core.JobSearcher],
+// [core.TaskLister] and [core.JobDeleter], and is safe
 // for concurrent use; several processes may share the file.
 type Backend struct {
 	queueBackend
+	opsBackend
 	e      *engine.Engine
 	writer *sql.DB
 	reader *sql.DB
@@ -84,7 +88,7 @@ func Open(ctx context.Context, path string, opts Options) (*Backend, error) {
 		Logger:       o.Logger,
 		PollInterval: o.PollInterval,
 	})
-	b.queueBackend = b.e
+	b.queueBackend, b.opsBackend = b.e, b.e
 	return b, nil
 }
 

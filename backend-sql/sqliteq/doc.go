@@ -32,7 +32,8 @@
 //
 // The backend implements [core.Notifier] inside the process (another
 // process's enqueues are seen by the polling tick, Options.PollInterval)
-// and [core.TxEnqueuer] with *sql.Tx: open the transaction with
-// [Backend.BeginTx] so that your own writes and the enqueue share the one
-// writer connection and commit together.
+// and [core.TxEnqueuer] and [core.TxController] with *sql.Tx: open the
+// transaction with [Backend.BeginTx] so that your own writes and the
+// enqueue, cancel or retry share the one writer connection and commit
+// together.
 package sqliteq
