@@ -130,8 +130,17 @@ func work(t *testing.T, b *Backend, clock *core.ManualClock, rounds int) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if len(jobs) > 1 && i%5 == 2 {
+			// The second claimed job is still running: only force deletes it.
+			if err := b.DeleteJob(ctx, jobs[1].ID, true); err != nil {
+				t.Fatal(err)
+			}
+		}
 		clock.Advance(1500 * time.Millisecond)
 		if i%10 == 9 {
+			if _, err := b.DeleteQueue(ctx, core.DeleteQueueRequest{Queue: "paused", Limit: 2}); err != nil {
+				t.Fatal(err)
+			}
 			if _, err := b.Rescue(ctx, core.RescueRequest{Limit: 100}); err != nil {
 				t.Fatal(err)
 			}
