@@ -288,7 +288,7 @@ func (b *Backend) DeleteJob(ctx context.Context, jobID string, force bool) error
 	if err := b.isClosed(); err != nil {
 		return err
 	}
-	if err := validateJobID(jobID); err != nil {
+	if err := core.ValidateJobID(jobID); err != nil {
 		return err
 	}
 	out, err := b.exec(ctx, &command{Op: opDeleteJob, V: commandVersion, Now: b.stamp(), JobID: jobID, Force: force})

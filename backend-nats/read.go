@@ -149,7 +149,7 @@ func (b *Backend) ListRuns(ctx context.Context, jobID string) ([]core.Run, error
 	if !ok {
 		return nil, fmt.Errorf("%w: job %s", core.ErrNotFound, jobID)
 	}
-	return r.runList(), nil
+	return append([]core.Run{}, r.runs...), nil
 }
 
 // Checkpoints implements core.QueueBackend.

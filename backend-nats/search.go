@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"unicode/utf8"
 
 	"github.com/boson-go/boson/core"
 )
@@ -23,16 +22,6 @@ var (
 	_ core.TaskLister  = (*Backend)(nil)
 	_ core.JobDeleter  = (*Backend)(nil)
 )
-
-// runList returns a copy of the job's runs with its queue and task set.
-func (r *jobRec) runList() []core.Run {
-	out := make([]core.Run, len(r.runs))
-	for i, run := range r.runs {
-		run.Queue, run.Task = r.job.Queue, r.job.Task
-		out[i] = run
-	}
-	return out
-}
 
 // GetRun implements core.RunReader.
 func (b *Backend) GetRun(ctx context.Context, runID string) (core.Run, error) {
@@ -164,11 +153,6 @@ func (s *state) eachRunJob(f core.RunFilter, from string, fn func(*jobRec) bool)
 	}
 }
 
-// searchOnlyFilters reports whether s selects by nothing but its JobFilter.
-func searchOnlyFilters(s *core.JobSearch) bool {
-	return s.HeaderKey == "" && s.IDPrefix == "" && len(s.IDs) == 0 && s.Created.IsZero() && s.Finished.IsZero()
-}
-
 // SearchJobs implements core.JobSearcher, with the order and paging of
 // ListJobs.
 func (b *Backend) SearchJobs(ctx context.Context, s core.JobSearch) (core.JobPage, error) {
@@ -197,7 +181,7 @@ func (b *Backend) CountSearch(ctx context.Context, s core.JobSearch) (map[core.J
 	}
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	if searchOnlyFilters(&s) {
+	if !s.HasSearchFields() {
 		return b.st.countJobs(s.JobFilter), nil
 	}
 	out := map[core.JobState]int64{}
@@ -224,12 +208,8 @@ func (b *Backend) FindByIdempotencyKey(ctx context.Context, queue, key string) (
 	if err := b.readable(ctx); err != nil {
 		return core.Job{}, err
 	}
-	if err := core.ValidateName("queue", queue); err != nil {
+	if err := core.ValidateKeyLookup(queue, key); err != nil {
 		return core.Job{}, err
-	}
-	if key == "" || len(key) > core.MaxIdempotencyKeyLength || !utf8.ValidString(key) {
-		return core.Job{}, &core.ValidationError{Field: "idempotency_key",
-			Reason: fmt.Sprintf("must be 1 to %d bytes of UTF-8", core.MaxIdempotencyKeyLength)}
 	}
 	b.mu.RLock()
 	defer b.mu.RUnlock()
