@@ -491,47 +491,27 @@ func (s *state) applyDeleteJob(c *command) outcome {
 // state, the first ones by id, so that every replica removes the same
 // ones; once the queue holds no job, it removes the queue's config too.
 func (s *state) applyDeleteQueue(c *command) (outcome, error) {
-	total := s.queueJobs(c.Queue)
-	want := min(int64(c.Limit), total)
-	doomed := make([]*jobRec, 0, want)
+	var doomed []*jobRec
 	var missing string
-	if want > 0 {
-		s.ids.Ascend(func(id string) bool {
-			r := s.jobs[id]
-			if r == nil {
-				missing = id
-				return false
-			}
-			if r.job.Queue == c.Queue {
-				doomed = append(doomed, r)
-			}
-			return int64(len(doomed)) < want
-		})
-	}
+	walkIDs(s.qids[c.Queue], "", false, func(id string) bool {
+		r := s.jobs[id]
+		if r == nil {
+			missing = id
+			return false
+		}
+		doomed = append(doomed, r)
+		return len(doomed) < c.Limit
+	})
 	if missing != "" {
-		return outcome{}, fmt.Errorf("natsq: %w: the id index names job %s, which the replica does not hold", core.ErrInvalidState, missing)
-	}
-	if int64(len(doomed)) != want {
-		return outcome{}, fmt.Errorf("natsq: %w: the counts give queue %s %d jobs, the replica holds %d", core.ErrInvalidState, c.Queue, total, len(doomed))
+		return outcome{}, fmt.Errorf("natsq: %w: the index of queue %s names job %s, which the replica does not hold", core.ErrInvalidState, c.Queue, missing)
 	}
 	for _, r := range doomed {
 		s.remove(r)
 	}
-	done := s.queueJobs(c.Queue) == 0
+	done := s.qids[c.Queue] == nil
 	if done {
 		delete(s.queueCfg, c.Queue)
 		s.touched[c.Queue] = struct{}{}
 	}
 	return outcome{count: len(doomed), done: done}, nil
-}
-
-// queueJobs counts the retained jobs of queue.
-func (s *state) queueJobs(queue string) int64 {
-	var n int64
-	for k, c := range s.counts {
-		if k.queue == queue {
-			n += c
-		}
-	}
-	return n
 }

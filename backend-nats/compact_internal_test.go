@@ -49,6 +49,9 @@ func digest(s *state) string {
 		add("job %s %v runs=%v cps=%v", id, fmt.Sprint(r.job), fmt.Sprint(r.runs), cps)
 	}
 	s.ids.Ascend(func(id string) bool { add("id %s", id); return true })
+	for q, t := range s.qids {
+		t.Ascend(func(id string) bool { add("qid %s %s", q, id); return true })
+	}
 	for q, t := range s.ready {
 		t.Ascend(func(k readyKey) bool { add("ready %s %v", q, k); return true })
 	}

@@ -19,7 +19,8 @@
 // stream (from the newest snapshot on, see Compaction), and the Backend
 // applies each command, in stream order and under its lock, to memory: the
 // jobs with their runs and checkpoints, one B-tree per queue in claim order
-// (priority, run-at, id), the idempotency keys, per-task counters for the
+// (priority, run-at, id), the ids of all jobs and of each queue's jobs in
+// order, the idempotency keys, per-task counters for the
 // rate limits and the statistics, a B-tree of finished jobs for retention,
 // and the task and queue configs. Two Backends in two processes that have applied the same
 // prefix of the stream hold the same state.

@@ -57,8 +57,9 @@ func (b *Backend) ListJobs(ctx context.Context, f core.JobFilter) (core.JobPage,
 }
 
 // listJobs returns the page of f's jobs that match: jobs in id order (or
-// descending) after f.Cursor, from all jobs, or, when ids is not nil, from
-// those of ids the replica holds. The caller holds the lock.
+// descending) after f.Cursor, from all jobs (those of f.Queue when it is
+// set), or, when ids is not nil, from those of ids the replica holds. The
+// caller holds the lock.
 func (s *state) listJobs(f core.JobFilter, ids []string, match func(*core.Job) bool) core.JobPage {
 	size := f.PageSize()
 	page := core.JobPage{Jobs: []core.Job{}}
@@ -94,14 +95,8 @@ func (s *state) listJobs(f core.JobFilter, ids []string, match func(*core.Job) b
 				break
 			}
 		}
-	case f.Desc && f.Cursor != "":
-		s.ids.DescendLessOrEqual(f.Cursor, visit)
-	case f.Desc:
-		s.ids.Descend(visit)
-	case f.Cursor != "":
-		s.ids.AscendGreaterOrEqual(f.Cursor, visit)
 	default:
-		s.ids.Ascend(visit)
+		walkIDs(s.idIndex(f.Queue), f.Cursor, f.Desc, visit)
 	}
 	if more {
 		page.Next = page.Jobs[len(page.Jobs)-1].ID

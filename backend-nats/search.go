@@ -11,10 +11,11 @@ import (
 
 // The operations reads (core.RunReader, core.JobSearcher, core.TaskLister)
 // answer from this replica, as every read does, under its read lock. They
-// scan the replica's jobs in id order, so their cost grows with the
-// retained jobs rather than with the page: the exceptions are a search by
-// ids, GetRun and FindByIdempotencyKey (one lookup each), and counts that
-// only filter by queue, task and state (the counters).
+// scan the replica's jobs in id order (those of one queue when the filter
+// names it), so their cost grows with the jobs scanned rather than with
+// the page: the exceptions are a search by ids, GetRun and
+// FindByIdempotencyKey (one lookup each), and counts that only filter by
+// queue, task and state (the counters).
 
 var (
 	_ core.RunReader   = (*Backend)(nil)
@@ -142,14 +143,8 @@ func (s *state) eachRunJob(f core.RunFilter, from string, fn func(*jobRec) bool)
 		if from == "" || !f.Desc && f.JobID >= from || f.Desc && f.JobID <= from {
 			visit(f.JobID)
 		}
-	case f.Desc && from != "":
-		s.ids.DescendLessOrEqual(from, visit)
-	case f.Desc:
-		s.ids.Descend(visit)
-	case from != "":
-		s.ids.AscendGreaterOrEqual(from, visit)
 	default:
-		s.ids.Ascend(visit)
+		walkIDs(s.idIndex(f.Queue), from, f.Desc, visit)
 	}
 }
 
@@ -199,7 +194,7 @@ func (b *Backend) CountSearch(ctx context.Context, s core.JobSearch) (map[core.J
 		}
 		return out, nil
 	}
-	b.st.ids.Ascend(count)
+	walkIDs(b.st.idIndex(s.Queue), "", false, count)
 	return out, nil
 }
 
