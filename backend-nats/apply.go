@@ -494,13 +494,16 @@ func (s *state) applyDeleteQueue(c *command) (outcome, error) {
 	var doomed []*jobRec
 	var missing string
 	walkIDs(s.qids[c.Queue], "", false, func(id string) bool {
+		if len(doomed) >= c.Limit {
+			return false
+		}
 		r := s.jobs[id]
 		if r == nil {
 			missing = id
 			return false
 		}
 		doomed = append(doomed, r)
-		return len(doomed) < c.Limit
+		return true
 	})
 	if missing != "" {
 		return outcome{}, fmt.Errorf("natsq: %w: the index of queue %s names job %s, which the replica does not hold", core.ErrInvalidState, c.Queue, missing)
