@@ -24,8 +24,12 @@ func (s *state) decide(c *command, ts time.Time) {
 	}
 }
 
-// errUnknownCommand marks a command this version cannot apply.
-var errUnknownCommand = fmt.Errorf("%w: unknown command (was the log written by a newer version?)", core.ErrUnsupported)
+// errUnknownCommand and errNewerCommand mark a command this version cannot
+// apply.
+var (
+	errUnknownCommand = fmt.Errorf("%w: unknown command (was the log written by a newer version?)", core.ErrUnsupported)
+	errNewerCommand   = fmt.Errorf("%w: command of a newer version", core.ErrUnsupported)
+)
 
 // apply executes one command against the replica. It is a pure function of
 // the state and the command: the same log gives the same state in every
@@ -43,6 +47,9 @@ func (s *state) apply(c *command) (out outcome, fatal error) {
 }
 
 func (s *state) applyCmd(c *command) (outcome, error) {
+	if c.V > commandVersion {
+		return outcome{}, fmt.Errorf("natsq: %w: %s command %d of %s has version %d, this replica applies up to %d", errNewerCommand, c.Op, c.Req, c.Origin, c.V, commandVersion)
+	}
 	switch c.Op {
 	case opEnqueue:
 		return s.applyEnqueue(c), nil
@@ -77,6 +84,10 @@ func (s *state) applyCmd(c *command) (outcome, error) {
 		return outcome{}, nil
 	case opCleanup:
 		return s.applyCleanup(c)
+	case opDeleteJob:
+		return s.applyDeleteJob(c), nil
+	case opDeleteQ:
+		return s.applyDeleteQueue(c)
 	}
 	return outcome{}, fmt.Errorf("natsq: %w: %q, command %d of %s", errUnknownCommand, c.Op, c.Req, c.Origin)
 }
@@ -458,4 +469,52 @@ func (s *state) applyCleanup(c *command) (outcome, error) {
 		s.remove(r)
 	}
 	return outcome{count: len(doomed)}, nil
+}
+
+// applyDeleteJob removes one job with its runs, checkpoints and result and
+// frees its idempotency key. A running job is refused unless the command
+// forces it; a forced deletion supersedes the lease, since every fenced
+// command of the old lease then finds no job and fails with ErrLeaseLost.
+func (s *state) applyDeleteJob(c *command) outcome {
+	r, ok := s.jobs[c.JobID]
+	if !ok {
+		return outcome{err: fmt.Errorf("%w: job %s", core.ErrNotFound, c.JobID)}
+	}
+	if r.job.State == core.StateRunning && !c.Force {
+		return outcome{err: fmt.Errorf("%w: job %s is running; cancel it first or force the deletion", core.ErrInvalidState, c.JobID)}
+	}
+	s.remove(r)
+	return outcome{}
+}
+
+// applyDeleteQueue removes up to c.Limit jobs of c.Queue, whatever their
+// state, the first ones by id, so that every replica removes the same
+// ones; once the queue holds no job, it removes the queue's config too.
+func (s *state) applyDeleteQueue(c *command) (outcome, error) {
+	var doomed []*jobRec
+	var missing string
+	walkIDs(s.qids[c.Queue], "", false, func(id string) bool {
+		if len(doomed) >= c.Limit {
+			return false
+		}
+		r := s.jobs[id]
+		if r == nil {
+			missing = id
+			return false
+		}
+		doomed = append(doomed, r)
+		return true
+	})
+	if missing != "" {
+		return outcome{}, fmt.Errorf("natsq: %w: the index of queue %s names job %s, which the replica does not hold", core.ErrInvalidState, c.Queue, missing)
+	}
+	for _, r := range doomed {
+		s.remove(r)
+	}
+	done := s.qids[c.Queue] == nil
+	if done {
+		delete(s.queueCfg, c.Queue)
+		s.touched[c.Queue] = struct{}{}
+	}
+	return outcome{count: len(doomed), done: done}, nil
 }

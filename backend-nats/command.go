@@ -24,16 +24,29 @@ const (
 	opTaskConfig op = "task_config"
 	opQueueCfg   op = "queue_config"
 	opCleanup    op = "cleanup"
+	opDeleteJob  op = "delete_job"
+	opDeleteQ    op = "delete_queue"
 	// opGroup carries several commands of one process in one message.
 	opGroup op = "group"
 )
+
+// commandVersion is the newest command version this replica applies. A
+// command carries in V the lowest version that applies it correctly: 0
+// for the commands every version knows, 2 for the deletions (opDeleteJob,
+// opDeleteQ). A replica meets a command of a newer version, or one whose
+// kind it does not know, by stopping (see failStopLocked) rather than by
+// skipping it, so replicas of two versions never drift apart: upgrade
+// every process of a namespace before any of them issues such a command.
+const commandVersion = 2
 
 // command is one entry of the log. It carries everything a replica needs to
 // apply it deterministically: the issuer's time, the ids it chose, and the
 // already validated input. Replicas never consult their own clock, options
 // or randomness while applying.
 type command struct {
-	Op     op     `json:"op"`
+	Op op `json:"op"`
+	// V is the command's version; see commandVersion.
+	V      int    `json:"v,omitempty"`
 	Origin string `json:"o"`
 	Req    uint64 `json:"r"`
 	// Now is the time the command is decided at when its issuer has a
@@ -61,6 +74,8 @@ type command struct {
 	TaskConfig  *core.TaskConfig  `json:"task_config,omitempty"`
 	QueueConfig *core.QueueConfig `json:"queue_config,omitempty"`
 	Before      time.Time         `json:"before"`
+	// Force deletes a running job too.
+	Force bool `json:"force,omitempty"`
 	// Group holds the encoded commands of an opGroup command.
 	Group []json.RawMessage `json:"group,omitempty"`
 }
@@ -85,4 +100,5 @@ type outcome struct {
 	value    []byte
 	rescue   core.RescueResult
 	count    int
+	done     bool
 }

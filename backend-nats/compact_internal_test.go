@@ -49,6 +49,9 @@ func digest(s *state) string {
 		add("job %s %v runs=%v cps=%v", id, fmt.Sprint(r.job), fmt.Sprint(r.runs), cps)
 	}
 	s.ids.Ascend(func(id string) bool { add("id %s", id); return true })
+	for q, t := range s.qids {
+		t.Ascend(func(id string) bool { add("qid %s %s", q, id); return true })
+	}
 	for q, t := range s.ready {
 		t.Ascend(func(k readyKey) bool { add("ready %s %v", q, k); return true })
 	}
@@ -130,8 +133,17 @@ func work(t *testing.T, b *Backend, clock *core.ManualClock, rounds int) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if len(jobs) > 1 && i%5 == 2 {
+			// The second claimed job is still running: only force deletes it.
+			if err := b.DeleteJob(ctx, jobs[1].ID, true); err != nil {
+				t.Fatal(err)
+			}
+		}
 		clock.Advance(1500 * time.Millisecond)
 		if i%10 == 9 {
+			if _, err := b.DeleteQueue(ctx, core.DeleteQueueRequest{Queue: "paused", Limit: 2}); err != nil {
+				t.Fatal(err)
+			}
 			if _, err := b.Rescue(ctx, core.RescueRequest{Limit: 100}); err != nil {
 				t.Fatal(err)
 			}

@@ -11,14 +11,16 @@
 // Every change to the store is a command appended to one JetStream stream
 // per namespace, named BOSON_<namespace> on the subjects
 // boson.<namespace>.log (and .part, below). An enqueue batch, a claim, a
-// batch of completions, a heartbeat, a failure, a cancel, a config change
-// and a cleanup pass are each one command. The stream is the only truth.
+// batch of completions, a heartbeat, a failure, a cancel, a config change,
+// a cleanup pass and a deletion are each one command. The stream is the
+// only truth.
 //
 // Each Backend is a replica of the store. An ordered consumer delivers the
 // stream (from the newest snapshot on, see Compaction), and the Backend
 // applies each command, in stream order and under its lock, to memory: the
 // jobs with their runs and checkpoints, one B-tree per queue in claim order
-// (priority, run-at, id), the idempotency keys, per-task counters for the
+// (priority, run-at, id), the ids of all jobs and of each queue's jobs in
+// order, the idempotency keys, per-task counters for the
 // rate limits and the statistics, a B-tree of finished jobs for retention,
 // and the task and queue configs. Two Backends in two processes that have applied the same
 // prefix of the stream hold the same state.
@@ -111,6 +113,23 @@
 // wrote a moment ago appears as soon as the consumer delivers it; call
 // Sync first for a read that must include everything stored before it.
 //
+// The operations reads (core.RunReader, core.JobSearcher, core.TaskLister)
+// answer the same way. Most of them scan the replica's jobs in id order,
+// so they cost time in proportion to the retained jobs; GetRun,
+// FindByIdempotencyKey, a search by ids and counts by queue, task and
+// state are lookups.
+//
+// # Deletion
+//
+// DeleteJob and each step of DeleteQueue are commands (delete_job,
+// delete_queue) that every replica applies at their position: the job
+// goes with its runs, checkpoints and result, and its idempotency key is
+// freed. A forced deletion of a running job supersedes its lease, whose
+// fenced calls then fail with core.ErrLeaseLost. These commands carry
+// command version 2; a replica stops on a command of a newer version or an
+// unknown kind (see Fail-stop), so a version that predates them stops
+// rather than skip a deletion.
+//
 // Claim and Rescue first look at the local replica: when it holds nothing
 // due, they return at once without appending a command, so idle workers do
 // not grow the log. A job that another process enqueued an instant earlier
@@ -154,7 +173,8 @@
 // # Fail-stop
 //
 // A replica that meets data it cannot decode (a command, a part, a
-// snapshot), a command it does not know, or a state that breaks an
+// snapshot), a command it does not know (of an unknown kind, or of a
+// newer command version), or a state that breaks an
 // invariant while applying stops for good: it applies nothing more, and
 // every call, the waiting ones included, fails with an error wrapping
 // core.ErrInvalidState (core.ErrUnsupported for an unknown command). It

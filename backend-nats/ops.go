@@ -279,6 +279,43 @@ func (b *Backend) Cleanup(ctx context.Context, req core.CleanupRequest) (int, er
 	return out.count, out.err
 }
 
+// DeleteJob implements core.JobDeleter. The deletion is one command of the
+// log: every replica removes the job, its runs, checkpoints and result,
+// and frees its idempotency key at the same position. With force, a
+// running job is deleted in the same step, and its worker's next fenced
+// call fails with core.ErrLeaseLost because no job holds its lease.
+func (b *Backend) DeleteJob(ctx context.Context, jobID string, force bool) error {
+	if err := b.isClosed(); err != nil {
+		return err
+	}
+	if err := core.ValidateJobID(jobID); err != nil {
+		return err
+	}
+	out, err := b.exec(ctx, &command{Op: opDeleteJob, V: commandVersion, Now: b.stamp(), JobID: jobID, Force: force})
+	if err != nil {
+		return err
+	}
+	return out.err
+}
+
+// DeleteQueue implements core.JobDeleter. Each step is one command of the
+// log, which deletes the queue's first req.Limit jobs by id (running ones
+// as DeleteJob with force does) and, once the queue holds none, its
+// config.
+func (b *Backend) DeleteQueue(ctx context.Context, req core.DeleteQueueRequest) (core.DeleteQueueResult, error) {
+	if err := b.isClosed(); err != nil {
+		return core.DeleteQueueResult{}, err
+	}
+	if err := core.ValidateDeleteQueue(req, b.opts.Limits); err != nil {
+		return core.DeleteQueueResult{}, err
+	}
+	out, err := b.exec(ctx, &command{Op: opDeleteQ, V: commandVersion, Now: b.stamp(), Queue: req.Queue, Limit: req.Limit})
+	if err != nil {
+		return core.DeleteQueueResult{}, err
+	}
+	return core.DeleteQueueResult{Deleted: out.count, Done: out.done}, out.err
+}
+
 // prepare validates reqs and builds their jobs. With a DecisionClock the
 // jobs are dated now; without one their creation and due times are left
 // to the server (applying the command dates them at its timestamp, keeping

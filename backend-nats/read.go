@@ -51,6 +51,16 @@ func (b *Backend) ListJobs(ctx context.Context, f core.JobFilter) (core.JobPage,
 	if err := core.ValidateJobFilter(f); err != nil {
 		return core.JobPage{}, err
 	}
+	b.mu.RLock()
+	defer b.mu.RUnlock()
+	return b.st.listJobs(f, nil, func(j *core.Job) bool { return matches(&f, j) }), nil
+}
+
+// listJobs returns the page of f's jobs that match: jobs in id order (or
+// descending) after f.Cursor, from all jobs (those of f.Queue when it is
+// set), or, when ids is not nil, from those of ids the replica holds. The
+// caller holds the lock.
+func (s *state) listJobs(f core.JobFilter, ids []string, match func(*core.Job) bool) core.JobPage {
 	size := f.PageSize()
 	page := core.JobPage{Jobs: []core.Job{}}
 	more := false
@@ -58,8 +68,8 @@ func (b *Backend) ListJobs(ctx context.Context, f core.JobFilter) (core.JobPage,
 		if id == f.Cursor {
 			return true
 		}
-		r := b.st.jobs[id]
-		if !matches(&f, &r.job) {
+		r := s.jobs[id]
+		if r == nil || !match(&r.job) {
 			return true
 		}
 		if len(page.Jobs) == size {
@@ -69,22 +79,29 @@ func (b *Backend) ListJobs(ctx context.Context, f core.JobFilter) (core.JobPage,
 		page.Jobs = append(page.Jobs, copyJob(r.job))
 		return true
 	}
-	b.mu.RLock()
 	switch {
-	case f.Desc && f.Cursor != "":
-		b.st.ids.DescendLessOrEqual(f.Cursor, visit)
-	case f.Desc:
-		b.st.ids.Descend(visit)
-	case f.Cursor != "":
-		b.st.ids.AscendGreaterOrEqual(f.Cursor, visit)
+	case ids != nil:
+		ids = slices.Clone(ids)
+		slices.Sort(ids)
+		ids = slices.Compact(ids)
+		if f.Desc {
+			slices.Reverse(ids)
+		}
+		for _, id := range ids {
+			if f.Cursor != "" && (!f.Desc && id < f.Cursor || f.Desc && id > f.Cursor) {
+				continue
+			}
+			if !visit(id) {
+				break
+			}
+		}
 	default:
-		b.st.ids.Ascend(visit)
+		walkIDs(s.idIndex(f.Queue), f.Cursor, f.Desc, visit)
 	}
-	b.mu.RUnlock()
 	if more {
 		page.Next = page.Jobs[len(page.Jobs)-1].ID
 	}
-	return page, nil
+	return page
 }
 
 // CountJobs implements core.QueueBackend. States with no jobs are omitted.
@@ -95,10 +112,16 @@ func (b *Backend) CountJobs(ctx context.Context, f core.JobFilter) (map[core.Job
 	if err := core.ValidateJobFilter(f); err != nil {
 		return nil, err
 	}
-	out := map[core.JobState]int64{}
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	for k, n := range b.st.counts {
+	return b.st.countJobs(f), nil
+}
+
+// countJobs counts f's jobs by state from the counters, without visiting
+// a job. The caller holds the lock.
+func (s *state) countJobs(f core.JobFilter) map[core.JobState]int64 {
+	out := map[core.JobState]int64{}
+	for k, n := range s.counts {
 		if f.Queue != "" && k.queue != f.Queue || f.Task != "" && k.task != f.Task {
 			continue
 		}
@@ -107,7 +130,7 @@ func (b *Backend) CountJobs(ctx context.Context, f core.JobFilter) (map[core.Job
 		}
 		out[k.state] += n
 	}
-	return out, nil
+	return out
 }
 
 // ListRuns implements core.QueueBackend.

@@ -3,6 +3,7 @@ package natsq_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -80,40 +81,54 @@ func TestServerTime(t *testing.T) {
 	}
 }
 
-// TestFailStop: a log message the backend cannot decode stops every
-// replica of the namespace with an error wrapping core.ErrInvalidState;
-// it is never skipped, and a new replica refuses to start.
+// TestFailStop: a log message the backend cannot decode, or a command of a
+// newer version than it applies, stops every replica of the namespace with
+// an error wrapping core.ErrInvalidState (core.ErrUnsupported for the
+// newer command); it is never skipped, and a new replica refuses to start.
 func TestFailStop(t *testing.T) {
 	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	url := embeddedURL(t)
-	nc := connect(t, url)
-	ns := namespace("failstop")
-	b := newBackend(t, nc, natsq.Options{Namespace: ns})
-	if _, err := b.Enqueue(ctx, []core.EnqueueRequest{{Queue: "q", Task: "t"}}); err != nil {
-		t.Fatal(err)
-	}
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := js.Publish(ctx, "boson."+ns+".log", []byte("{not a command")); err != nil {
-		t.Fatal(err)
-	}
-	_, err = b.Enqueue(ctx, []core.EnqueueRequest{{Queue: "q", Task: "t"}})
-	if !errors.Is(err, core.ErrInvalidState) {
-		t.Fatalf("enqueue after an undecodable command = %v, want an error wrapping ErrInvalidState", err)
-	}
-	if _, err := b.CountJobs(ctx, core.JobFilter{}); !errors.Is(err, core.ErrInvalidState) {
-		t.Fatalf("read after the replica stopped = %v, want ErrInvalidState", err)
-	}
-	fresh, err := natsq.New(ctx, connect(t, url), natsq.Options{Namespace: ns})
-	if err == nil {
-		fresh.Close()
-		t.Fatal("a new replica started on a log it cannot decode")
-	}
-	if !errors.Is(err, core.ErrInvalidState) {
-		t.Fatalf("New on an undecodable log = %v, want ErrInvalidState", err)
+	for name, tc := range map[string]struct {
+		data func(jobID string) string
+		want error
+	}{
+		"undecodable": {func(string) string { return "{not a command" }, core.ErrInvalidState},
+		"newer version": {func(id string) string {
+			return fmt.Sprintf(`{"op":"delete_job","v":99,"o":"x","r":1,"job_id":%q}`, id)
+		}, core.ErrUnsupported},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			nc := connect(t, url)
+			ns := namespace("failstop")
+			b := newBackend(t, nc, natsq.Options{Namespace: ns})
+			res, err := b.Enqueue(ctx, []core.EnqueueRequest{{Queue: "q", Task: "t"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			js, err := jetstream.New(nc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := js.Publish(ctx, "boson."+ns+".log", []byte(tc.data(res[0].Job.ID))); err != nil {
+				t.Fatal(err)
+			}
+			_, err = b.Enqueue(ctx, []core.EnqueueRequest{{Queue: "q", Task: "t"}})
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("enqueue after the command = %v, want an error wrapping %v", err, tc.want)
+			}
+			if _, err := b.GetJob(ctx, res[0].Job.ID); !errors.Is(err, tc.want) {
+				t.Fatalf("read after the replica stopped = %v, want %v", err, tc.want)
+			}
+			fresh, err := natsq.New(ctx, connect(t, url), natsq.Options{Namespace: ns})
+			if err == nil {
+				fresh.Close()
+				t.Fatal("a new replica started on a log it cannot apply")
+			}
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("New on the log = %v, want %v", err, tc.want)
+			}
+		})
 	}
 }

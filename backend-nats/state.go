@@ -69,8 +69,11 @@ type state struct {
 	// leader's clock is behind the old one's.
 	lastTS time.Time
 
-	jobs      map[string]*jobRec
-	ids       *btree.BTreeG[string]
+	jobs map[string]*jobRec
+	ids  *btree.BTreeG[string]
+	// qids holds the ids of each queue's jobs, for listings and deletions
+	// of one queue.
+	qids      map[string]*btree.BTreeG[string]
 	ready     map[string]*btree.BTreeG[readyKey]
 	running   map[string]*jobRec
 	deadlined map[string]map[string]*jobRec // queue -> active jobs with a deadline in their phase
@@ -96,6 +99,7 @@ func newState() *state {
 	return &state{
 		jobs:      map[string]*jobRec{},
 		ids:       btree.NewOrderedG[string](32),
+		qids:      map[string]*btree.BTreeG[string]{},
 		ready:     map[string]*btree.BTreeG[readyKey]{},
 		running:   map[string]*jobRec{},
 		deadlined: map[string]map[string]*jobRec{},
@@ -218,6 +222,12 @@ func (s *state) insertRec(r *jobRec) {
 	j := &r.job
 	s.jobs[j.ID] = r
 	s.ids.ReplaceOrInsert(j.ID)
+	q := s.qids[j.Queue]
+	if q == nil {
+		q = btree.NewOrderedG[string](32)
+		s.qids[j.Queue] = q
+	}
+	q.ReplaceOrInsert(j.ID)
 	if j.IdempotencyKey != "" {
 		s.idem[idemKey{j.Queue, j.IdempotencyKey}] = r
 	}
@@ -236,6 +246,12 @@ func (s *state) remove(r *jobRec) {
 	s.unindex(r)
 	delete(s.jobs, j.ID)
 	s.ids.Delete(j.ID)
+	if q := s.qids[j.Queue]; q != nil {
+		q.Delete(j.ID)
+		if q.Len() == 0 {
+			delete(s.qids, j.Queue)
+		}
+	}
 	if j.IdempotencyKey != "" {
 		k := idemKey{j.Queue, j.IdempotencyKey}
 		if s.idem[k] == r {
@@ -251,6 +267,32 @@ func (s *state) remove(r *jobRec) {
 		delete(s.created, j.Task)
 	} else {
 		s.created[j.Task] = c
+	}
+}
+
+// idIndex returns the ids of queue's jobs, or of every job when queue is
+// empty; nil when the queue has no job.
+func (s *state) idIndex(queue string) *btree.BTreeG[string] {
+	if queue == "" {
+		return s.ids
+	}
+	return s.qids[queue]
+}
+
+// walkIDs calls visit for the ids of t in order, or descending when desc,
+// from from on (inclusive; every id when from is empty), until visit
+// returns false. A nil t has no ids.
+func walkIDs(t *btree.BTreeG[string], from string, desc bool, visit func(string) bool) {
+	switch {
+	case t == nil:
+	case desc && from != "":
+		t.DescendLessOrEqual(from, visit)
+	case desc:
+		t.Descend(visit)
+	case from != "":
+		t.AscendGreaterOrEqual(from, visit)
+	default:
+		t.Ascend(visit)
 	}
 }
 
