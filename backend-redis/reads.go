@@ -2,7 +2,6 @@ package redisq
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strconv"
 	"time"
@@ -23,18 +22,7 @@ func (b *Backend) GetJob(ctx context.Context, jobID string) (core.Job, error) {
 	if !ok {
 		return core.Job{}, notFound("get job", jobID)
 	}
-	keys := b.ks.queueKeys(q)
-	pipe := b.rdb.Pipeline()
-	hm := pipe.HMGet(ctx, keys[kJob], jobID, coldField(jobID), resultField(jobID))
-	exp := pipe.ZScore(ctx, keys[kLease], jobID)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return core.Job{}, wrap("get job", err)
-	}
-	vals := hm.Val()
-	if len(vals) != 3 {
-		return core.Job{}, wrap("get job", hm.Err())
-	}
-	j, found, err := decodeJob(jobID, q, vals[0], vals[1], vals[2], leaseScore(exp))
+	j, found, err := b.loadJob(ctx, "get job", q, jobID)
 	if err != nil {
 		return core.Job{}, err
 	}
@@ -240,8 +228,7 @@ func (b *Backend) ListJobs(ctx context.Context, f core.JobFilter) (core.JobPage,
 	}
 	var srcs []src
 	pipe := b.rdb.Pipeline()
-	type ref struct{ id, queue string }
-	var refs []ref
+	var refs []jobRef
 	filtered := f.Task != "" && len(f.States) > 0
 	for _, q := range qs {
 		if filtered {
@@ -250,7 +237,7 @@ func (b *Backend) ListJobs(ctx context.Context, f core.JobFilter) (core.JobPage,
 				return core.JobPage{}, err
 			}
 			for _, id := range ids {
-				refs = append(refs, ref{id: id, queue: q})
+				refs = append(refs, jobRef{id: id, queue: q})
 			}
 			continue
 		}
@@ -285,15 +272,15 @@ func (b *Backend) ListJobs(ctx context.Context, f core.JobFilter) (core.JobPage,
 	for _, s := range srcs {
 		if s.lease {
 			for _, id := range afterCursor(s.cmd.Val(), f, size+1) {
-				refs = append(refs, ref{id: id, queue: s.queue})
+				refs = append(refs, jobRef{id: id, queue: s.queue})
 			}
 			continue
 		}
 		for _, m := range s.cmd.Val() {
-			refs = append(refs, ref{id: m[len(s.prefix):], queue: s.queue})
+			refs = append(refs, jobRef{id: m[len(s.prefix):], queue: s.queue})
 		}
 	}
-	slices.SortFunc(refs, func(a, b ref) int {
+	slices.SortFunc(refs, func(a, b jobRef) int {
 		if f.Desc {
 			a, b = b, a
 		}
@@ -313,23 +300,12 @@ func (b *Backend) ListJobs(ctx context.Context, f core.JobFilter) (core.JobPage,
 	if len(refs) == 0 {
 		return page, nil
 	}
-	pipe = b.rdb.Pipeline()
-	cmds := make([]*redis.SliceCmd, len(refs))
-	exps := make([]*redis.FloatCmd, len(refs))
-	for i, r := range refs {
-		keys := b.ks.queueKeys(r.queue)
-		cmds[i] = pipe.HMGet(ctx, keys[kJob], r.id, coldField(r.id), resultField(r.id))
-		exps[i] = pipe.ZScore(ctx, keys[kLease], r.id)
+	jobs, err := b.loadJobs(ctx, refs)
+	if err != nil {
+		return core.JobPage{}, err
 	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return core.JobPage{}, wrap("list jobs", err)
-	}
-	for i, r := range refs {
-		v := cmds[i].Val()
-		j, ok, err := decodeJob(r.id, r.queue, v[0], v[1], v[2], leaseScore(exps[i]))
-		if err != nil {
-			return core.JobPage{}, err
-		}
+	for _, r := range refs {
+		j, ok := jobs[r]
 		if !ok || !matches(f, j) {
 			continue // deleted or changed since the index was read
 		}

@@ -1,0 +1,279 @@
+package redisq
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/boson-go/boson/core"
+	"github.com/redis/go-redis/v9"
+)
+
+// Bounds of the listings and counts whose filters no index answers. A
+// listing reads at most pageScanBudget candidate jobs per call and returns
+// a short page (possibly empty) with a cursor after the last one it read;
+// a count reads at most countScanBudget and otherwise refuses with
+// core.ErrInvalidArgument. Candidates are read scanChunk per index range
+// and round trip. Tests lower them.
+var (
+	pageScanBudget  = 10000
+	countScanBudget = 200000
+	scanChunk       = 500
+)
+
+func isNil(err error) bool { return errors.Is(err, redis.Nil) }
+
+// jobRef names one job: its id and its queue.
+type jobRef struct{ id, queue string }
+
+// jobSource is one index range of one queue: the index entries under
+// prefix, or the lease set's ids for runningPrefix.
+type jobSource struct {
+	queue, prefix string
+	lease         []string // the lease set's ids in the walk's order, once read
+	leaseRead     bool
+}
+
+// jobWalk lists the ids of the jobs of its sources in id order, descending
+// when desc, a chunk per source and round trip, merged across sources: a
+// round returns only ids up to the last one of the source that reached
+// furthest the least (the horizon), since a source that filled its chunk
+// may hold smaller ids than other sources' last ones. Positions are ids, so
+// the ids a walk returns strictly grow (or shrink), and a listing that
+// pages by them returns every job at most once; a job that keeps its place
+// in an index is returned exactly once.
+type jobWalk struct {
+	b      *Backend
+	srcs   []*jobSource
+	desc   bool
+	pos    string // the walk continues after it (at it when incl)
+	incl   bool
+	prefix string // only ids with this prefix
+	done   bool
+}
+
+// newJobWalk walks the jobs of queues qs under the index prefixes ps, with
+// ids starting with idPrefix, after pos (at pos when incl).
+func (b *Backend) newJobWalk(qs, ps []string, idPrefix string, desc bool, pos string, incl bool) *jobWalk {
+	w := &jobWalk{b: b, desc: desc, pos: pos, incl: incl, prefix: idPrefix}
+	for _, q := range qs {
+		for _, p := range ps {
+			w.srcs = append(w.srcs, &jobSource{queue: q, prefix: p})
+		}
+	}
+	return w
+}
+
+// walkPrefixes returns the index prefixes that hold a job selection: the
+// task's entries, or one per state (running from the lease set).
+func walkPrefixes(task string, states []core.JobState) []string {
+	if task != "" {
+		return []string{"k|" + task + "|"}
+	}
+	if len(states) == 0 {
+		states = core.AllStates
+	}
+	var out []string
+	for _, s := range uniqueStates(states) {
+		out = append(out, "s|"+string(s)+"|")
+	}
+	return out
+}
+
+// after reports whether id lies past the walk's position in its order.
+func (w *jobWalk) after(id string) bool {
+	switch {
+	case w.pos == "":
+		return true
+	case w.incl && id == w.pos:
+		return true
+	case w.desc:
+		return id < w.pos
+	}
+	return id > w.pos
+}
+
+// lexRange is the range of index entries under p that the next chunk reads.
+func (w *jobWalk) lexRange(p string) *redis.ZRangeBy {
+	lo, hi := "["+p+w.prefix, "("+upper(p)
+	if w.prefix != "" {
+		hi = "(" + p + w.prefix + "\xff"
+	}
+	if w.pos != "" {
+		at := "("
+		if w.incl {
+			at = "["
+		}
+		if w.desc {
+			if w.prefix == "" || w.pos < w.prefix+"\xff" {
+				hi = at + p + w.pos
+			}
+		} else if w.pos >= w.prefix {
+			lo = at + p + w.pos
+		}
+	}
+	return &redis.ZRangeBy{Min: lo, Max: hi, Count: int64(scanChunk)}
+}
+
+// next returns the next jobs of the walk in its order; none once it ended.
+func (w *jobWalk) next(ctx context.Context) ([]jobRef, error) {
+	if w.done || len(w.srcs) == 0 {
+		w.done = true
+		return nil, nil
+	}
+	pipe := w.b.rdb.Pipeline()
+	cmds := make([]*redis.StringSliceCmd, len(w.srcs))
+	for i, s := range w.srcs {
+		keys := w.b.ks.queueKeys(s.queue)
+		switch {
+		case s.prefix == runningPrefix:
+			if !s.leaseRead {
+				cmds[i] = pipe.ZRange(ctx, keys[kLease], 0, -1)
+			}
+		case w.desc:
+			cmds[i] = pipe.ZRevRangeByLex(ctx, keys[kIdx], w.lexRange(s.prefix))
+		default:
+			cmds[i] = pipe.ZRangeByLex(ctx, keys[kIdx], w.lexRange(s.prefix))
+		}
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, wrap("list jobs", err)
+	}
+	got := make([][]string, len(w.srcs))
+	for i, s := range w.srcs {
+		if s.prefix == runningPrefix {
+			if !s.leaseRead {
+				s.lease, s.leaseRead = cmds[i].Val(), true
+				slices.Sort(s.lease)
+				if w.desc {
+					slices.Reverse(s.lease)
+				}
+			}
+			var ids []string
+			for _, id := range s.lease {
+				if len(ids) == scanChunk {
+					break
+				}
+				if w.after(id) && strings.HasPrefix(id, w.prefix) {
+					ids = append(ids, id)
+				}
+			}
+			got[i] = ids
+			continue
+		}
+		ms := cmds[i].Val()
+		ids := make([]string, len(ms))
+		for n, m := range ms {
+			ids[n] = m[len(s.prefix):]
+		}
+		got[i] = ids
+	}
+	// the horizon: the least advanced last id of a source that filled its
+	// chunk; past it, a full source may hold ids not read yet
+	horizon, bounded := "", false
+	for _, ids := range got {
+		if len(ids) < scanChunk {
+			continue
+		}
+		last := ids[len(ids)-1]
+		if !bounded || (!w.desc && last < horizon) || (w.desc && last > horizon) {
+			horizon, bounded = last, true
+		}
+	}
+	var out []jobRef
+	seen := map[jobRef]bool{}
+	for i, ids := range got {
+		for _, id := range ids {
+			if bounded && ((!w.desc && id > horizon) || (w.desc && id < horizon)) {
+				break
+			}
+			r := jobRef{id: id, queue: w.srcs[i].queue}
+			if !seen[r] {
+				seen[r] = true
+				out = append(out, r)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b jobRef) int {
+		if c := strings.Compare(a.id, b.id); c != 0 {
+			if w.desc {
+				return -c
+			}
+			return c
+		}
+		return strings.Compare(a.queue, b.queue)
+	})
+	if !bounded {
+		w.done = true
+	} else {
+		w.pos, w.incl = horizon, false
+	}
+	return out, nil
+}
+
+// records reads the records of refs, one HMGET per queue in one round
+// trip; a job deleted meanwhile is absent from the result.
+func (b *Backend) records(ctx context.Context, refs []jobRef) (map[jobRef]record, error) {
+	byQueue := map[string][]string{}
+	for _, r := range refs {
+		byQueue[r.queue] = append(byQueue[r.queue], r.id)
+	}
+	pipe := b.rdb.Pipeline()
+	cmds := map[string]*redis.SliceCmd{}
+	for q, ids := range byQueue {
+		cmds[q] = pipe.HMGet(ctx, b.ks.queueKeys(q)[kJob], ids...)
+	}
+	out := make(map[jobRef]record, len(refs))
+	if len(cmds) == 0 {
+		return out, nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, wrap("read jobs", err)
+	}
+	for q, c := range cmds {
+		for i, v := range c.Val() {
+			if v == nil {
+				continue
+			}
+			id := byQueue[q][i]
+			rec, err := parseRecord(id, v)
+			if err != nil {
+				return nil, err
+			}
+			out[jobRef{id: id, queue: q}] = rec
+		}
+	}
+	return out, nil
+}
+
+// loadJobs reads whole jobs (record, cold field, result, lease expiry) in
+// one round trip; a job deleted meanwhile is absent from the result.
+func (b *Backend) loadJobs(ctx context.Context, refs []jobRef) (map[jobRef]core.Job, error) {
+	out := make(map[jobRef]core.Job, len(refs))
+	if len(refs) == 0 {
+		return out, nil
+	}
+	pipe := b.rdb.Pipeline()
+	cmds := make([]*redis.SliceCmd, len(refs))
+	exps := make([]*redis.FloatCmd, len(refs))
+	for i, r := range refs {
+		keys := b.ks.queueKeys(r.queue)
+		cmds[i] = pipe.HMGet(ctx, keys[kJob], r.id, coldField(r.id), resultField(r.id))
+		exps[i] = pipe.ZScore(ctx, keys[kLease], r.id)
+	}
+	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
+		return nil, wrap("read jobs", err)
+	}
+	for i, r := range refs {
+		v := cmds[i].Val()
+		j, ok, err := decodeJob(r.id, r.queue, v[0], v[1], v[2], leaseScore(exps[i]))
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			out[r] = j
+		}
+	}
+	return out, nil
+}
