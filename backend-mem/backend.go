@@ -25,7 +25,8 @@ type Options struct {
 }
 
 // Backend is an in-memory [core.QueueBackend] that also implements
-// [core.Notifier]. It is safe for concurrent use. It does not implement
+// [core.Notifier] and the operations capabilities [core.RunReader],
+// [core.JobSearcher], [core.TaskLister] and [core.JobDeleter]. It is safe for concurrent use. It does not implement
 // [core.TxEnqueuer]: memory has no transactions to join, so
 // [core.EnqueueTx] returns [core.ErrUnsupported].
 type Backend struct {

@@ -5,7 +5,8 @@
 // It is the fastest backend and the reference that adapter authors read:
 // each file holds one concept of the contract (enqueue.go, claim.go,
 // fenced.go, rescue.go, control.go, reads.go, config.go, retention.go,
-// notify.go, wake.go) and the indexes that make it cheap live in heaps.go,
+// notify.go, wake.go, and ops.go for runs across jobs, search, task
+// listing and deletion) and the indexes that make it cheap live in heaps.go,
 // index.go, counts.go and store.go.
 //
 // Jobs do not survive the process. Use it for tests, for development and
@@ -42,6 +43,12 @@
 //     search, O(log n)); listings walk it or the per-queue or per-task
 //     one from the cursor found by binary search. Leases are fenced
 //     through a map of the running jobs only.
+//   - The operations capabilities reuse these indexes: GetRun and
+//     FindByIdempotencyKey cost O(log n) and O(1); ListAllRuns, SearchJobs
+//     and DeleteQueue walk the narrowest id index from the cursor; header,
+//     id-prefix and time-range searches, and counts of runs or searches
+//     with a time bound, scan the jobs in that index (decoding frozen
+//     ones), since memory keeps no index of headers.
 //
 // Returned values never share memory with the backend: payloads, headers,
 // results and checkpoint values are copied in and out. A batch call

@@ -50,25 +50,9 @@ func (b *Backend) ListJobs(ctx context.Context, f core.JobFilter) (core.JobPage,
 	defer b.mu.Unlock()
 	s := b.s
 
-	// A filter on a queue or task that has no index has no jobs.
-	var fq *queueState
-	var ft *taskState
-	if f.Queue != "" {
-		if fq = s.queues[f.Queue]; fq == nil {
-			return core.JobPage{}, nil
-		}
-	}
-	if f.Task != "" {
-		if ft = s.tasks[f.Task]; ft == nil {
-			return core.JobPage{}, nil
-		}
-	}
-	idx := &s.ids
-	switch {
-	case fq != nil:
-		idx = &fq.ids
-	case ft != nil:
-		idx = &ft.ids
+	idx, fq, ft, ok := s.scope(f.Queue, f.Task)
+	if !ok {
+		return core.JobPage{}, nil
 	}
 
 	size := f.PageSize()
@@ -127,6 +111,12 @@ func (b *Backend) CountJobs(ctx context.Context, f core.JobFilter) (map[core.Job
 	defer b.mu.Unlock()
 	s := b.s
 
+	return s.countJobs(f), nil
+}
+
+// countJobs sums the counters of the (queue, task) pairs, queues or tasks
+// that f selects.
+func (s *store) countJobs(f core.JobFilter) map[core.JobState]int64 {
 	out := map[core.JobState]int64{}
 	switch {
 	case f.Queue != "" && f.Task != "":
@@ -146,7 +136,7 @@ func (b *Backend) CountJobs(ctx context.Context, f core.JobFilter) (map[core.Job
 			q.counts.addTo(out, f.States)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // ListRuns returns copies of a job's runs in claim order, or

@@ -74,13 +74,22 @@
 //     already closed (the Lifecycle/Close case closes it).
 //   - Capabilities.TxEnqueue needs BeginTx, which opens a transaction of
 //     the store's own type on the store behind the backend.
+//   - Capabilities.Runs, Search, Tasks and Delete declare the operations
+//     interfaces [core.RunReader], [core.JobSearcher], [core.TaskLister]
+//     and [core.JobDeleter]; the areas of the same names test them, and
+//     the cases of each use the others where the harness declares them
+//     too (a deleted job's runs are gone from GetRun, its key from
+//     FindByIdempotencyKey).
 //
 // Notifications that a harness does not declare: [core.SubscribeQueue]
 // must report ok=false, or, where the backend type implements
 // [core.Notifier] anyway, Subscribe must return a usable stop function (a
 // nil channel is fine). The suite never waits for a signal it was not
 // promised. Transactional enqueue that is not declared must make
-// [core.EnqueueTx] return an error wrapping [core.ErrUnsupported].
+// [core.EnqueueTx] return an error wrapping [core.ErrUnsupported]. An
+// operations capability that is not declared must be missing from the
+// backend's type, or each of its methods must return an error wrapping
+// [core.ErrUnsupported].
 //
 // # Names, selection and reproduction
 //

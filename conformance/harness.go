@@ -25,6 +25,17 @@ type Capabilities struct {
 	Notify bool
 	// TxEnqueue: the backend implements core.TxEnqueuer; BeginTx is required.
 	TxEnqueue bool
+	// Runs: the backend implements core.RunReader (GetRun, ListAllRuns,
+	// CountRuns).
+	Runs bool
+	// Search: the backend implements core.JobSearcher (SearchJobs,
+	// CountSearch, FindByIdempotencyKey).
+	Search bool
+	// Tasks: the backend implements core.TaskLister.
+	Tasks bool
+	// Delete: the backend implements core.JobDeleter (DeleteJob,
+	// DeleteQueue).
+	Delete bool
 }
 
 // Harness tells the suite how to run against one backend.

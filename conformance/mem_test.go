@@ -31,7 +31,7 @@ func memHarness(fault string) conformance.Harness {
 			}
 			return w
 		},
-		Capabilities: conformance.Capabilities{Notify: true},
+		Capabilities: conformance.Capabilities{Notify: true, Runs: true, Search: true, Tasks: true, Delete: true},
 	}
 }
 

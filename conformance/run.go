@@ -30,6 +30,10 @@ var areas = []area{
 	{"Cleanup", testCleanup},
 	{"Lifecycle", testLifecycle},
 	{"Capabilities", testCapabilities},
+	{"Runs", testRuns},
+	{"Search", testSearch},
+	{"Tasks", testTasks},
+	{"Delete", testDelete},
 	{"Model", testModel},
 }
 

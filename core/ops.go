@@ -335,3 +335,32 @@ func (f RunFilter) Matches(r Run) bool {
 	}
 	return (f.Since.IsZero() || !r.StartedAt.Before(f.Since)) && (f.Before.IsZero() || r.StartedAt.Before(f.Before))
 }
+
+// ValidateKeyLookup checks the arguments of FindByIdempotencyKey: a valid
+// queue name and a non-empty key that an enqueue would accept.
+func ValidateKeyLookup(queue, key string) error {
+	if err := ValidateName("queue", queue); err != nil {
+		return err
+	}
+	if key == "" {
+		return invalid("idempotency_key", "must not be empty")
+	}
+	if len(key) > MaxIdempotencyKeyLength || !utf8.ValidString(key) {
+		return invalid("idempotency_key", "must be valid UTF-8 of at most %d bytes", MaxIdempotencyKeyLength)
+	}
+	return nil
+}
+
+// ValidateJobID checks a job id handed to DeleteJob: 1 to [MaxNameLength]
+// bytes. An id that is well formed but names no job gives [ErrNotFound].
+func ValidateJobID(jobID string) error {
+	if jobID == "" || len(jobID) > MaxNameLength {
+		return invalid("job_id", "must be 1 to %d bytes", MaxNameLength)
+	}
+	return nil
+}
+
+// HasSearchFields reports whether s sets any field beyond its [JobFilter].
+func (s JobSearch) HasSearchFields() bool {
+	return s.HeaderKey != "" || s.IDPrefix != "" || len(s.IDs) > 0 || !s.Created.IsZero() || !s.Finished.IsZero()
+}

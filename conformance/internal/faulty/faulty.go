@@ -70,3 +70,88 @@ func currentToken(ctx context.Context, b core.QueueBackend, l core.Lease) core.L
 	}
 	return l
 }
+
+// The operations capabilities forward to the wrapped backend, or report
+// core.ErrUnsupported when it lacks them, so that a fault keeps the
+// capabilities of the backend it wraps.
+
+// GetRun forwards to the wrapped backend's core.RunReader.
+func (b base) GetRun(ctx context.Context, runID string) (core.Run, error) {
+	rr, ok := b.QueueBackend.(core.RunReader)
+	if !ok {
+		return core.Run{}, core.ErrUnsupported
+	}
+	return rr.GetRun(ctx, runID)
+}
+
+// ListAllRuns forwards to the wrapped backend's core.RunReader.
+func (b base) ListAllRuns(ctx context.Context, f core.RunFilter) (core.RunPage, error) {
+	rr, ok := b.QueueBackend.(core.RunReader)
+	if !ok {
+		return core.RunPage{}, core.ErrUnsupported
+	}
+	return rr.ListAllRuns(ctx, f)
+}
+
+// CountRuns forwards to the wrapped backend's core.RunReader.
+func (b base) CountRuns(ctx context.Context, f core.RunFilter) (map[core.RunStatus]int64, error) {
+	rr, ok := b.QueueBackend.(core.RunReader)
+	if !ok {
+		return nil, core.ErrUnsupported
+	}
+	return rr.CountRuns(ctx, f)
+}
+
+// SearchJobs forwards to the wrapped backend's core.JobSearcher.
+func (b base) SearchJobs(ctx context.Context, s core.JobSearch) (core.JobPage, error) {
+	js, ok := b.QueueBackend.(core.JobSearcher)
+	if !ok {
+		return core.JobPage{}, core.ErrUnsupported
+	}
+	return js.SearchJobs(ctx, s)
+}
+
+// CountSearch forwards to the wrapped backend's core.JobSearcher.
+func (b base) CountSearch(ctx context.Context, s core.JobSearch) (map[core.JobState]int64, error) {
+	js, ok := b.QueueBackend.(core.JobSearcher)
+	if !ok {
+		return nil, core.ErrUnsupported
+	}
+	return js.CountSearch(ctx, s)
+}
+
+// FindByIdempotencyKey forwards to the wrapped backend's core.JobSearcher.
+func (b base) FindByIdempotencyKey(ctx context.Context, queue, key string) (core.Job, error) {
+	js, ok := b.QueueBackend.(core.JobSearcher)
+	if !ok {
+		return core.Job{}, core.ErrUnsupported
+	}
+	return js.FindByIdempotencyKey(ctx, queue, key)
+}
+
+// ListTasks forwards to the wrapped backend's core.TaskLister.
+func (b base) ListTasks(ctx context.Context) ([]core.TaskInfo, error) {
+	tl, ok := b.QueueBackend.(core.TaskLister)
+	if !ok {
+		return nil, core.ErrUnsupported
+	}
+	return tl.ListTasks(ctx)
+}
+
+// DeleteJob forwards to the wrapped backend's core.JobDeleter.
+func (b base) DeleteJob(ctx context.Context, jobID string, force bool) error {
+	jd, ok := b.QueueBackend.(core.JobDeleter)
+	if !ok {
+		return core.ErrUnsupported
+	}
+	return jd.DeleteJob(ctx, jobID, force)
+}
+
+// DeleteQueue forwards to the wrapped backend's core.JobDeleter.
+func (b base) DeleteQueue(ctx context.Context, req core.DeleteQueueRequest) (core.DeleteQueueResult, error) {
+	jd, ok := b.QueueBackend.(core.JobDeleter)
+	if !ok {
+		return core.DeleteQueueResult{}, core.ErrUnsupported
+	}
+	return jd.DeleteQueue(ctx, req)
+}
