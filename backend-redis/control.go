@@ -32,8 +32,8 @@ func (b *Backend) jobCall(ctx context.Context, op string, s *luaScript, id strin
 	if err := b.check(op); err != nil {
 		return "", nil, err
 	}
-	if id == "" || len(id) > core.MaxNameLength {
-		return "", nil, invalidf("job id must be 1 to %d bytes", core.MaxNameLength)
+	if err := core.ValidateJobID(id); err != nil {
+		return "", nil, err
 	}
 	q, ok, err := b.queueOf(ctx, id)
 	if err != nil {

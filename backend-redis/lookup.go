@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/boson-go/boson/core"
 	"github.com/redis/go-redis/v9"
@@ -96,11 +95,8 @@ func (b *Backend) FindByIdempotencyKey(ctx context.Context, queue, key string) (
 	if err := b.check("find by idempotency key"); err != nil {
 		return core.Job{}, err
 	}
-	if err := core.ValidateName("queue", queue); err != nil {
+	if err := core.ValidateKeyLookup(queue, key); err != nil {
 		return core.Job{}, err
-	}
-	if key == "" || len(key) > core.MaxIdempotencyKeyLength || !utf8.ValidString(key) {
-		return core.Job{}, invalidf("idempotency key must be 1 to %d bytes of UTF-8", core.MaxIdempotencyKeyLength)
 	}
 	missing := fmt.Errorf("redisq: find by idempotency key: queue %s: %w", queue, core.ErrNotFound)
 	v, err := b.rdb.HGet(ctx, b.ks.queueKeys(queue)[kIdem], key).Result()

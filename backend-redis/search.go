@@ -66,11 +66,6 @@ func newRefList(refs []jobRef, desc bool, pos string, incl bool) *refList {
 	return &refList{refs: slices.CompactFunc(out, func(a, b jobRef) bool { return a == b })}
 }
 
-// hasSearchFields reports whether s narrows its JobFilter at all.
-func hasSearchFields(s core.JobSearch) bool {
-	return s.HeaderKey != "" || s.IDPrefix != "" || len(s.IDs) > 0 || !s.Created.IsZero() || !s.Finished.IsZero()
-}
-
 // terminalStates returns the terminal states among states (all of them
 // when states is empty): the only ones a job that finished can be in.
 func terminalStates(states []core.JobState) []core.JobState {
@@ -277,7 +272,7 @@ func (b *Backend) CountSearch(ctx context.Context, s core.JobSearch) (map[core.J
 	if err := core.ValidateJobSearch(s); err != nil {
 		return nil, err
 	}
-	if !hasSearchFields(s) {
+	if !s.HasSearchFields() {
 		return b.CountJobs(ctx, s.JobFilter)
 	}
 	s.Cursor, s.Desc = "", false
