@@ -37,7 +37,7 @@ func buildOpsWorld(t *testing.T, b *Backend, clock *core.ManualClock) *opsWorld 
 		tick()
 		var reqs []core.EnqueueRequest
 		for i := range 20 {
-			r := core.EnqueueRequest{Queue: queues[(i+round)%3], Task: tasks[i%3], MaxAttempts: 3}
+			r := core.EnqueueRequest{Queue: queues[(i+round)%3], Task: tasks[i%3], MaxAttempts: 3, Payload: []byte("p" + itoa(int64(i)))}
 			switch i % 4 {
 			case 0:
 				r.Headers = map[string]string{"h": "x"}
@@ -208,11 +208,15 @@ func (w *opsWorld) wantRuns(f core.RunFilter) []core.Run {
 	return out
 }
 
-// shrinkScans makes every scan read a few jobs per round trip and call.
-func shrinkScans(t *testing.T, chunk, page int) {
-	c, p := scanChunk, pageScanBudget
+// shrinkScans makes every scan read a few jobs per round trip and call
+// (and a few bytes, when bytes is set).
+func shrinkScans(t *testing.T, chunk, page int, bytes bool) {
+	c, p, pc, sb := scanChunk, pageScanBudget, probeChunk, scanBytesBudget
+	t.Cleanup(func() { scanChunk, pageScanBudget, probeChunk, scanBytesBudget = c, p, pc, sb })
 	scanChunk, pageScanBudget = chunk, page
-	t.Cleanup(func() { scanChunk, pageScanBudget = c, p })
+	if bytes {
+		probeChunk, scanBytesBudget = 2, 3
+	}
 }
 
 // TestSearchAndRunsMatchReference: SearchJobs, CountSearch, ListAllRuns,
@@ -225,7 +229,7 @@ func TestSearchAndRunsMatchReference(t *testing.T) {
 		ctx := context.Background()
 		w := buildOpsWorld(t, b, clock)
 		for _, scans := range [][2]int{{500, 10000}, {3, 7}} {
-			shrinkScans(t, scans[0], scans[1])
+			shrinkScans(t, scans[0], scans[1], scans[0] < 10)
 			for si, s := range w.searches() {
 				for _, limit := range []int{1, 7, 1000} {
 					for _, desc := range []bool{false, true} {
@@ -316,6 +320,20 @@ func TestSearchAndRunsMatchReference(t *testing.T) {
 				}
 			}
 		}
+		// a count that would read more candidates than allowed refuses
+		c := countScanBudget
+		t.Cleanup(func() { countScanBudget = c })
+		countScanBudget = 5
+		if _, err := b.CountSearch(ctx, core.JobSearch{HeaderKey: "h"}); !errors.Is(err, core.ErrInvalidArgument) {
+			t.Fatalf("count search past its bound: %v", err)
+		}
+		if _, err := b.CountRuns(ctx, core.RunFilter{Since: w.times[0]}); !errors.Is(err, core.ErrInvalidArgument) {
+			t.Fatalf("count runs past its bound: %v", err)
+		}
+		if n, err := b.CountRuns(ctx, core.RunFilter{}); err != nil || n[core.RunFailed] == 0 {
+			t.Fatalf("count runs by the counters: %v %v", n, err)
+		}
+		countScanBudget = c
 		for _, r := range w.runs {
 			got, err := b.GetRun(ctx, r.ID)
 			if err != nil || !reflect.DeepEqual(got, r) {

@@ -224,3 +224,80 @@ func TestDeleteQueueSteps(t *testing.T) {
 		}
 	})
 }
+
+// TestDeleteQueueWhileWorked: workers claim, checkpoint and complete jobs
+// of a queue while it is deleted step by step; every fenced call either
+// works or fails with ErrLeaseLost, and once a step says Done (after the
+// workers stopped) nothing of the queue is left, counters included.
+func TestDeleteQueueWhileWorked(t *testing.T) {
+	onBoth(t, func(t *testing.T, b *Backend, clock *core.ManualClock) {
+		ctx := context.Background()
+		var reqs []core.EnqueueRequest
+		for i := range 600 {
+			reqs = append(reqs, core.EnqueueRequest{Queue: "q", Task: []string{"a", "b"}[i%2], IdempotencyKey: "k" + itoa(int64(i))})
+		}
+		if _, err := b.Enqueue(ctx, reqs); err != nil {
+			t.Fatal(err)
+		}
+		stop := make(chan struct{})
+		errs := make(chan error, 4)
+		for w := range 3 {
+			go func() {
+				for {
+					select {
+					case <-stop:
+						errs <- nil
+						return
+					default:
+					}
+					jobs, err := b.Claim(ctx, core.ClaimRequest{Queue: "q", WorkerID: "w" + itoa(int64(w)), Limit: 5, LeaseTTL: time.Minute})
+					if err != nil {
+						errs <- err
+						return
+					}
+					for _, j := range jobs {
+						if _, err := b.SaveCheckpoint(ctx, j.Lease, "s", []byte("v")); err != nil && !errors.Is(err, core.ErrLeaseLost) {
+							errs <- err
+							return
+						}
+						res, err := b.Complete(ctx, []core.Completion{{Lease: j.Lease, Result: []byte("r")}})
+						if err != nil || res[0] != nil && !errors.Is(res[0], core.ErrLeaseLost) {
+							errs <- errors.Join(err, res[0])
+							return
+						}
+					}
+				}
+			}()
+		}
+		deleted := 0
+		for range 4 {
+			res, err := b.DeleteQueue(ctx, core.DeleteQueueRequest{Queue: "q", Limit: 50})
+			if err != nil {
+				t.Fatal(err)
+			}
+			deleted += res.Deleted
+		}
+		close(stop)
+		for range 3 {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+		for {
+			res, err := b.DeleteQueue(ctx, core.DeleteQueueRequest{Queue: "q", Limit: 50})
+			if err != nil {
+				t.Fatal(err)
+			}
+			deleted += res.Deleted
+			if res.Done {
+				break
+			}
+		}
+		if deleted != 600 {
+			t.Fatalf("deleted %d jobs, want 600", deleted)
+		}
+		if left := queueKeysLeft(t, b, "q"); len(left) > 0 {
+			t.Fatalf("keys left: %v", left)
+		}
+	})
+}

@@ -300,7 +300,7 @@ func (b *Backend) ListJobs(ctx context.Context, f core.JobFilter) (core.JobPage,
 	if len(refs) == 0 {
 		return page, nil
 	}
-	jobs, err := b.loadJobs(ctx, refs)
+	jobs, _, err := b.loadJobs(ctx, refs)
 	if err != nil {
 		return core.JobPage{}, err
 	}

@@ -170,13 +170,14 @@ func recordJob(r jobRef, v record) core.Job {
 }
 
 // matchSearch returns the indexes in refs of the jobs that match s and,
-// when whole, the jobs. Records are matched first (all of s but the
-// header), and only the jobs they pass are read whole; without whole and a
-// header, nothing else is read.
-func (b *Backend) matchSearch(ctx context.Context, refs []jobRef, s core.JobSearch, whole bool) ([]int, []core.Job, error) {
+// when whole, the jobs, with the bytes of payloads and results it read.
+// Records are matched first (all of s but the header), and only the jobs
+// they pass are read whole; without whole and a header, nothing else is
+// read.
+func (b *Backend) matchSearch(ctx context.Context, refs []jobRef, s core.JobSearch, whole bool) ([]int, []core.Job, int, error) {
 	recs, err := b.records(ctx, refs)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	bare := s
 	bare.HeaderKey, bare.HeaderValue = "", ""
@@ -195,11 +196,11 @@ func (b *Backend) matchSearch(ctx context.Context, refs []jobRef, s core.JobSear
 		}
 	}
 	if !whole && s.HeaderKey == "" {
-		return idx, jobs, nil
+		return idx, jobs, 0, nil
 	}
-	full, err := b.loadJobs(ctx, pass)
+	full, size, err := b.loadJobs(ctx, pass)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	idx2, jobs2 := idx[:0], jobs[:0]
 	for n, r := range pass {
@@ -208,7 +209,7 @@ func (b *Backend) matchSearch(ctx context.Context, refs []jobRef, s core.JobSear
 			jobs2 = append(jobs2, j)
 		}
 	}
-	return idx2, jobs2, nil
+	return idx2, jobs2, size, nil
 }
 
 // SearchJobs returns one page of the jobs matching s in id order. Queue,
@@ -216,9 +217,10 @@ func (b *Backend) matchSearch(ctx context.Context, refs []jobRef, s core.JobSear
 // narrows each range, ids are looked up in the id map, and a finished
 // range reads the done sets (scored by finish time) when they select at
 // most pageScanBudget jobs; headers and created ranges are matched on the
-// jobs read. A call reads at most pageScanBudget candidates: when that
-// leaves the page short, Next continues after the last one read. See
-// core.JobSearcher.
+// jobs read. A call reads at most pageScanBudget candidates, and stops
+// reading whole jobs (to match headers) past scanBytesBudget of payloads
+// and results: when that leaves the page short, Next continues after the
+// last candidate read. See core.JobSearcher.
 func (b *Backend) SearchJobs(ctx context.Context, s core.JobSearch) (core.JobPage, error) {
 	var page core.JobPage
 	if err := b.check("search jobs"); err != nil {
@@ -232,30 +234,38 @@ func (b *Backend) SearchJobs(ctx context.Context, s core.JobSearch) (core.JobPag
 		return page, err
 	}
 	size := s.PageSize()
-	for read := 0; ; {
+	read, bytes := 0, 0
+	for {
 		refs, err := st.next(ctx)
 		if err != nil {
 			return core.JobPage{}, err
 		}
-		idx, jobs, err := b.matchSearch(ctx, refs, s, true)
-		if err != nil {
-			return core.JobPage{}, err
-		}
-		for n, j := range jobs {
-			page.Jobs = append(page.Jobs, j)
-			if len(page.Jobs) == size {
-				if !st.ended() || idx[n] < len(refs)-1 {
-					page.Next = j.ID
+		// a round's candidates are every one up to its last, so a call may
+		// stop after any of them
+		for len(refs) > 0 {
+			part := refs[:min(len(refs), probeChunk)]
+			refs = refs[len(part):]
+			last := st.ended() && len(refs) == 0
+			idx, jobs, n, err := b.matchSearch(ctx, part, s, true)
+			if err != nil {
+				return core.JobPage{}, err
+			}
+			for m, j := range jobs {
+				page.Jobs = append(page.Jobs, j)
+				if len(page.Jobs) == size {
+					if !last || idx[m] < len(part)-1 {
+						page.Next = j.ID
+					}
+					return page, nil
 				}
+			}
+			read, bytes = read+len(part), bytes+n
+			if !last && (read >= pageScanBudget || bytes >= scanBytesBudget) {
+				page.Next = part[len(part)-1].id
 				return page, nil
 			}
 		}
-		read += len(refs)
 		if st.ended() {
-			return page, nil
-		}
-		if read >= pageScanBudget {
-			page.Next = st.position()
 			return page, nil
 		}
 	}
@@ -264,7 +274,8 @@ func (b *Backend) SearchJobs(ctx context.Context, s core.JobSearch) (core.JobPag
 // CountSearch counts the jobs matching s by state: by the counters, as
 // CountJobs does, when s has no search field, else by reading the
 // candidates SearchJobs would (records only, unless s has a header), at
-// most countScanBudget of them. See core.JobSearcher.
+// most countScanBudget of them and countScanBytes of payloads and results.
+// See core.JobSearcher.
 func (b *Backend) CountSearch(ctx context.Context, s core.JobSearch) (map[core.JobState]int64, error) {
 	if err := b.check("count search"); err != nil {
 		return nil, err
@@ -281,7 +292,7 @@ func (b *Backend) CountSearch(ctx context.Context, s core.JobSearch) (map[core.J
 	if err != nil || !ok {
 		return out, err
 	}
-	for read := 0; !st.ended(); {
+	for read, bytes := 0, 0; !st.ended(); {
 		refs, err := st.next(ctx)
 		if err != nil {
 			return nil, err
@@ -289,9 +300,12 @@ func (b *Backend) CountSearch(ctx context.Context, s core.JobSearch) (map[core.J
 		if read += len(refs); read > countScanBudget {
 			return nil, tooBroad("count search", countScanBudget)
 		}
-		_, jobs, err := b.matchSearch(ctx, refs, s, false)
+		_, jobs, n, err := b.matchSearch(ctx, refs, s, false)
 		if err != nil {
 			return nil, err
+		}
+		if bytes += n; bytes > countScanBytes {
+			return nil, tooBroad("count search", read)
 		}
 		for _, j := range jobs {
 			out[j.State]++

@@ -11,15 +11,21 @@ import (
 )
 
 // Bounds of the listings and counts whose filters no index answers. A
-// listing reads at most pageScanBudget candidate jobs per call and returns
-// a short page (possibly empty) with a cursor after the last one it read;
-// a count reads at most countScanBudget and otherwise refuses with
-// core.ErrInvalidArgument. Candidates are read scanChunk per index range
-// and round trip. Tests lower them.
+// listing reads at most pageScanBudget candidate jobs per call, and a
+// search that matches headers at most scanBytesBudget of their payloads and
+// results; it then returns a short page (possibly empty) with a cursor
+// after the last candidate it read. A count reads at most countScanBudget
+// candidates and countScanBytes of payloads and results, and otherwise
+// refuses with core.ErrInvalidArgument. Candidates are read scanChunk per
+// index range and round trip, and whole jobs probeChunk per round trip.
+// Tests lower them.
 var (
 	pageScanBudget  = 10000
+	scanBytesBudget = 32 << 20
 	countScanBudget = 200000
+	countScanBytes  = 256 << 20
 	scanChunk       = 500
+	probeChunk      = 200
 )
 
 func isNil(err error) bool { return errors.Is(err, redis.Nil) }
@@ -248,11 +254,12 @@ func (b *Backend) records(ctx context.Context, refs []jobRef) (map[jobRef]record
 }
 
 // loadJobs reads whole jobs (record, cold field, result, lease expiry) in
-// one round trip; a job deleted meanwhile is absent from the result.
-func (b *Backend) loadJobs(ctx context.Context, refs []jobRef) (map[jobRef]core.Job, error) {
+// one round trip; a job deleted meanwhile is absent from the result. It
+// also returns the bytes of payloads and results it read.
+func (b *Backend) loadJobs(ctx context.Context, refs []jobRef) (map[jobRef]core.Job, int, error) {
 	out := make(map[jobRef]core.Job, len(refs))
 	if len(refs) == 0 {
-		return out, nil
+		return out, 0, nil
 	}
 	pipe := b.rdb.Pipeline()
 	cmds := make([]*redis.SliceCmd, len(refs))
@@ -263,17 +270,19 @@ func (b *Backend) loadJobs(ctx context.Context, refs []jobRef) (map[jobRef]core.
 		exps[i] = pipe.ZScore(ctx, keys[kLease], r.id)
 	}
 	if _, err := pipe.Exec(ctx); err != nil && !isNil(err) {
-		return nil, wrap("read jobs", err)
+		return nil, 0, wrap("read jobs", err)
 	}
+	size := 0
 	for i, r := range refs {
 		v := cmds[i].Val()
 		j, ok, err := decodeJob(r.id, r.queue, v[0], v[1], v[2], leaseScore(exps[i]))
 		if err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 		if ok {
 			out[r] = j
+			size += len(j.Payload) + len(j.Result)
 		}
 	}
-	return out, nil
+	return out, size, nil
 }
