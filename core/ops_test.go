@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"context"
 	"errors"
 	"strconv"
 	"strings"
@@ -303,4 +304,43 @@ func TestRunFilterMatches(t *testing.T) {
 	if (core.RunFilter{}).PageSize() != core.DefaultPageSize || (core.RunFilter{Limit: 7}).PageSize() != 7 {
 		t.Error("PageSize is wrong")
 	}
+}
+
+func TestValidateBulk(t *testing.T) {
+	for _, r := range []core.BulkRequest{
+		{Action: core.BulkCancel, Limit: 1, Reason: "r"},
+		{Action: core.BulkRetry, Limit: core.MaxPageSize, Cursor: "01AB"},
+		{Action: core.BulkDelete, Limit: 10, Force: true, DryRun: true, Search: core.JobSearch{HeaderKey: "k"}},
+		{Action: core.BulkDelete, Limit: 10, Search: core.JobSearch{JobFilter: core.JobFilter{Limit: 5000}}}, // the search's own limit is ignored
+	} {
+		if err := core.ValidateBulk(r); err != nil {
+			t.Errorf("ValidateBulk(%+v) = %v, want nil", r, err)
+		}
+	}
+	for i, r := range []core.BulkRequest{
+		{Limit: 1},
+		{Action: "purge", Limit: 1},
+		{Action: core.BulkCancel},
+		{Action: core.BulkCancel, Limit: -1},
+		{Action: core.BulkCancel, Limit: core.MaxPageSize + 1},
+		{Action: core.BulkCancel, Limit: 1, Force: true},
+		{Action: core.BulkRetry, Limit: 1, Force: true},
+		{Action: core.BulkCancel, Limit: 1, Reason: strings.Repeat("r", 4*core.MaxNameLength+1)},
+		{Action: core.BulkCancel, Limit: 1, Cursor: strings.Repeat("c", core.MaxNameLength+1)},
+		{Action: core.BulkCancel, Limit: 1, Search: core.JobSearch{HeaderValue: "v"}},
+	} {
+		requireInvalid(t, "ValidateBulk case "+strconv.Itoa(i), core.ValidateBulk(r))
+	}
+}
+
+// TestBulkUnsupported: a backend without the search capability gets
+// ErrUnsupported before anything is read.
+func TestBulkUnsupported(t *testing.T) {
+	var b core.QueueBackend // no backend at all: Bulk must not call it
+	_, err := core.Bulk(context.Background(), b, core.BulkRequest{Action: core.BulkRetry, Limit: 5})
+	if !errors.Is(err, core.ErrUnsupported) {
+		t.Fatalf("Bulk without a JobSearcher = %v, want ErrUnsupported", err)
+	}
+	_, err = core.Bulk(context.Background(), b, core.BulkRequest{Action: core.BulkRetry})
+	requireInvalid(t, "Bulk with no limit", err)
 }

@@ -71,6 +71,12 @@ func init() {
 		wrap:     func(b core.QueueBackend) core.QueueBackend { return searchLike{base{b}} },
 	})
 	register(Fault{
+		Name:     "search-paging-repeats",
+		What:     "SearchJobs's Next points at the page's next-to-last job, so one job is listed twice",
+		CaughtBy: []string{"Search/Filters", "Search/PaginationWhileStatesChange"},
+		wrap:     func(b core.QueueBackend) core.QueueBackend { return searchPagingRepeats{base{b}} },
+	})
+	register(Fault{
 		Name:     "count-search-ignores-search-fields",
 		What:     "CountSearch counts what the JobFilter alone selects",
 		CaughtBy: []string{"Search/Count"},
@@ -379,6 +385,17 @@ func like(s, p string) bool {
 		return s != "" && like(s[1:], p[1:])
 	}
 	return s != "" && s[0] == p[0] && like(s[1:], p[1:])
+}
+
+// searchPagingRepeats moves Next back by one job.
+type searchPagingRepeats struct{ base }
+
+func (s searchPagingRepeats) SearchJobs(ctx context.Context, q core.JobSearch) (core.JobPage, error) {
+	p, err := s.base.SearchJobs(ctx, q)
+	if err == nil && p.Next != "" && len(p.Jobs) >= 2 {
+		p.Next = p.Jobs[len(p.Jobs)-2].ID
+	}
+	return p, err
 }
 
 // countSearchFilterOnly counts with the JobFilter alone.
