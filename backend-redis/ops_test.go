@@ -301,3 +301,101 @@ func TestDeleteQueueWhileWorked(t *testing.T) {
 		}
 	})
 }
+
+// TestClusterDeleteQueueKeepsBatchParts: deleting the queues of a
+// cross-slot batch whose client died after its prepare, or after its
+// commit, leaves the prepared part, its in-flight count and the decision
+// in place, so that Rescue still aborts or finishes the batch as a whole;
+// the jobs it then stores are deleted by a later step.
+func TestClusterDeleteQueueKeepsBatchParts(t *testing.T) {
+	base := clusterClient(t)
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: base.Options().Addrs})
+	t.Cleanup(func() { client.Close() })
+	hook := &scriptHook{}
+	client.AddHook(hook)
+	ctx := context.Background()
+	clock := core.NewManualClock(time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC))
+	b := newBackend(t, client, Options{Clock: clock})
+	loadScripts(t, client)
+	if slotOf(t, client, b.ks.queueKeys("qa")[kJob]) == slotOf(t, client, b.ks.queueKeys("qb")[kJob]) {
+		t.Fatal("qa and qb share a slot")
+	}
+	batch := func(task string) []core.EnqueueRequest {
+		return []core.EnqueueRequest{{Queue: "qa", Task: task, IdempotencyKey: "ka"}, {Queue: "qb", Task: task, IdempotencyKey: "kb"}}
+	}
+	deleteAll := func(queue string) int {
+		t.Helper()
+		n := 0
+		for {
+			res, err := b.DeleteQueue(ctx, core.DeleteQueueRequest{Queue: queue, Limit: 10})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += res.Deleted
+			if res.Done {
+				return n
+			}
+		}
+	}
+	rescue := func() {
+		t.Helper()
+		if _, err := b.Rescue(ctx, core.RescueRequest{Limit: 10}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The calls of a two-queue batch: 1 prepare qb, 2 commit qa, 3 apply qb.
+	t.Run("undecided", func(t *testing.T) {
+		if err := b.PutTaskConfig(ctx, core.TaskConfig{Task: "t1", MaxInFlight: 2}); err != nil {
+			t.Fatal(err)
+		}
+		hook.arm(1, nil, nil, true)
+		if _, err := b.Enqueue(ctx, batch("t1")); !errors.Is(err, errClientDead) {
+			t.Fatalf("Enqueue: %v, want the dead client's error", err)
+		}
+		hook.disarm()
+		if n := deleteAll("qb"); n != 0 {
+			t.Fatalf("deleted %d jobs of an undecided part", n)
+		}
+		// the part still counts against the in-flight limit
+		if _, err := b.Enqueue(ctx, []core.EnqueueRequest{{Queue: "qb", Task: "t1"}, {Queue: "qb", Task: "t1"}}); !errors.Is(err, core.ErrRateLimited) {
+			t.Fatalf("enqueue past the limit with a prepared part: %v", err)
+		}
+		clock.Advance(BatchTimeout + time.Second)
+		rescue()
+		clock.Advance(batchRetention)
+		rescue()
+		if n, err := batchLeftovers(ctx, b, "qa", "qb"); err != nil || n != 0 {
+			t.Fatalf("%d batch parts or decisions left (%v)", n, err)
+		}
+		if left := queueKeysLeft(t, b, "qb"); len(left) > 0 {
+			t.Fatalf("keys of qb left: %v", left)
+		}
+	})
+	t.Run("committed", func(t *testing.T) {
+		hook.arm(2, nil, nil, true)
+		if _, err := b.Enqueue(ctx, batch("t2")); !errors.Is(err, errClientDead) {
+			t.Fatalf("Enqueue: %v, want the dead client's error", err)
+		}
+		hook.disarm()
+		if n := deleteAll("qb"); n != 0 {
+			t.Fatalf("deleted %d jobs of a part not applied yet", n)
+		}
+		if n := deleteAll("qa"); n != 1 {
+			t.Fatalf("deleted %d jobs of the coordinator, want 1", n)
+		}
+		rescue() // applies qb's part: the batch was decided
+		if n := deleteAll("qb"); n != 1 {
+			t.Fatalf("deleted %d jobs of the applied part, want 1", n)
+		}
+		clock.Advance(BatchTimeout + time.Second)
+		rescue()
+		if n, err := batchLeftovers(ctx, b, "qa", "qb"); err != nil || n != 0 {
+			t.Fatalf("%d batch parts or decisions left (%v)", n, err)
+		}
+		for _, q := range []string{"qa", "qb"} {
+			if left := queueKeysLeft(t, b, q); len(left) > 0 {
+				t.Fatalf("keys of %s left: %v", q, left)
+			}
+		}
+	})
+}
