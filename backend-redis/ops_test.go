@@ -308,18 +308,8 @@ func TestDeleteQueueWhileWorked(t *testing.T) {
 // in place, so that Rescue still aborts or finishes the batch as a whole;
 // the jobs it then stores are deleted by a later step.
 func TestClusterDeleteQueueKeepsBatchParts(t *testing.T) {
-	base := clusterClient(t)
-	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: base.Options().Addrs})
-	t.Cleanup(func() { client.Close() })
-	hook := &scriptHook{}
-	client.AddHook(hook)
+	b, hook, clock := hookedCluster(t)
 	ctx := context.Background()
-	clock := core.NewManualClock(time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC))
-	b := newBackend(t, client, Options{Clock: clock})
-	loadScripts(t, client)
-	if slotOf(t, client, b.ks.queueKeys("qa")[kJob]) == slotOf(t, client, b.ks.queueKeys("qb")[kJob]) {
-		t.Fatal("qa and qb share a slot")
-	}
 	batch := func(task string) []core.EnqueueRequest {
 		return []core.EnqueueRequest{{Queue: "qa", Task: task, IdempotencyKey: "ka"}, {Queue: "qb", Task: task, IdempotencyKey: "kb"}}
 	}
