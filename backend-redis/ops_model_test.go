@@ -7,10 +7,12 @@ import (
 	"maps"
 	"reflect"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/boson-go/boson/core"
+	"github.com/redis/go-redis/v9"
 )
 
 // opsWorld is a set of jobs in every state over three queues and three
@@ -401,4 +403,85 @@ func TestSearchAndRunsMatchReference(t *testing.T) {
 			t.Fatalf("tasks %v", names)
 		}
 	})
+}
+
+// roundHook runs before once before the n-th pipeline that reads an index
+// range.
+type roundHook struct {
+	mu     sync.Mutex
+	n      int
+	before func()
+}
+
+func (h *roundHook) DialHook(next redis.DialHook) redis.DialHook          { return next }
+func (h *roundHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+func (h *roundHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, c := range cmds {
+			if c.Name() == "zrangebylex" {
+				h.mu.Lock()
+				h.n--
+				fire := h.n == 0
+				h.mu.Unlock()
+				if fire {
+					h.before()
+				}
+				break
+			}
+		}
+		return next(ctx, cmds)
+	}
+}
+
+// TestWalkSeesJobsThatStartRunning: jobs claimed between two rounds of one
+// listing call leave the queued range for the lease set, and the listing
+// still returns each of them once.
+func TestWalkSeesJobsThatStartRunning(t *testing.T) {
+	ctx := context.Background()
+	clock := core.NewManualClock(time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC))
+	opt, err := redis.ParseURL(standaloneURL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooked := redis.NewClient(opt)
+	t.Cleanup(func() { hooked.Close() })
+	hook := &roundHook{}
+	hooked.AddHook(hook)
+	b := newBackend(t, hooked, Options{Clock: clock})
+	worker := newBackend(t, standaloneClient(t), Options{Clock: clock, Prefix: b.opts.Prefix})
+	var reqs []core.EnqueueRequest
+	for range 12 {
+		reqs = append(reqs, core.EnqueueRequest{Queue: "q", Task: "t", MaxAttempts: 10})
+	}
+	if _, err := b.Enqueue(ctx, reqs); err != nil {
+		t.Fatal(err)
+	}
+	shrinkScans(t, 3, 10000, false)
+	for _, desc := range []bool{false, true} {
+		for _, s := range []core.JobSearch{{}, {JobFilter: core.JobFilter{States: []core.JobState{core.StateQueued, core.StateRunning}}}} {
+			s.Desc, s.Limit = desc, 100
+			hook.mu.Lock()
+			hook.n, hook.before = 2, func() {
+				if _, err := worker.Claim(ctx, core.ClaimRequest{Queue: "q", WorkerID: "w", Limit: 100, LeaseTTL: time.Minute}); err != nil {
+					t.Error(err)
+				}
+			}
+			hook.mu.Unlock()
+			page, err := b.SearchJobs(ctx, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(page.Jobs) != 12 || page.Next != "" {
+				t.Fatalf("desc %v %+v: listed %d jobs (next %q), want all 12", desc, s, len(page.Jobs), page.Next)
+			}
+			// queue them again for the next listing
+			for _, j := range page.Jobs {
+				if j.State == core.StateRunning {
+					if _, err := worker.Fail(ctx, core.Failure{Lease: j.Lease, Error: "again"}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/boson-go/boson/core"
 	"github.com/redis/go-redis/v9"
@@ -28,6 +29,40 @@ var (
 	probeChunk      = 200
 )
 
+// perQueueTx sends the commands fill queues for each queue of qs in one
+// MULTI/EXEC per queue (all queues in one on a single node), so that what
+// they read of a queue is its state at one instant: a job that changes
+// state between two index ranges read in one round is in exactly one of
+// them. On a cluster the queues' transactions run side by side.
+func (b *Backend) perQueueTx(ctx context.Context, qs []string, fill func(pipe redis.Pipeliner, q string)) error {
+	if !b.sharded {
+		_, err := b.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+			for _, q := range qs {
+				fill(pipe, q)
+			}
+			return nil
+		})
+		return err
+	}
+	errs := make([]error, len(qs))
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for i, q := range qs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			_, errs[i] = b.rdb.TxPipelined(ctx, func(pipe redis.Pipeliner) error {
+				fill(pipe, q)
+				return nil
+			})
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
 func isNil(err error) bool { return errors.Is(err, redis.Nil) }
 
 // jobRef names one job: its id and its queue.
@@ -37,8 +72,6 @@ type jobRef struct{ id, queue string }
 // prefix, or the lease set's ids for runningPrefix.
 type jobSource struct {
 	queue, prefix string
-	lease         []string // the lease set's ids in the walk's order, once read
-	leaseRead     bool
 }
 
 // jobWalk lists the ids of the jobs of its sources in id order, descending
@@ -128,36 +161,43 @@ func (w *jobWalk) next(ctx context.Context) ([]jobRef, error) {
 		w.done = true
 		return nil, nil
 	}
-	pipe := w.b.rdb.Pipeline()
-	cmds := make([]*redis.StringSliceCmd, len(w.srcs))
+	byQueue := map[string][]int{}
+	var qs []string
 	for i, s := range w.srcs {
-		keys := w.b.ks.queueKeys(s.queue)
-		switch {
-		case s.prefix == runningPrefix:
-			if !s.leaseRead {
-				cmds[i] = pipe.ZRange(ctx, keys[kLease], 0, -1)
-			}
-		case w.desc:
-			cmds[i] = pipe.ZRevRangeByLex(ctx, keys[kIdx], w.lexRange(s.prefix))
-		default:
-			cmds[i] = pipe.ZRangeByLex(ctx, keys[kIdx], w.lexRange(s.prefix))
+		if byQueue[s.queue] == nil {
+			qs = append(qs, s.queue)
 		}
+		byQueue[s.queue] = append(byQueue[s.queue], i)
 	}
-	if _, err := pipe.Exec(ctx); err != nil {
+	cmds := make([]*redis.StringSliceCmd, len(w.srcs))
+	err := w.b.perQueueTx(ctx, qs, func(pipe redis.Pipeliner, q string) {
+		keys := w.b.ks.queueKeys(q)
+		for _, i := range byQueue[q] {
+			switch p := w.srcs[i].prefix; {
+			case p == runningPrefix:
+				cmds[i] = pipe.ZRange(ctx, keys[kLease], 0, -1)
+			case w.desc:
+				cmds[i] = pipe.ZRevRangeByLex(ctx, keys[kIdx], w.lexRange(p))
+			default:
+				cmds[i] = pipe.ZRangeByLex(ctx, keys[kIdx], w.lexRange(p))
+			}
+		}
+	})
+	if err != nil {
 		return nil, wrap("list jobs", err)
 	}
 	got := make([][]string, len(w.srcs))
 	for i, s := range w.srcs {
 		if s.prefix == runningPrefix {
-			if !s.leaseRead {
-				s.lease, s.leaseRead = cmds[i].Val(), true
-				slices.Sort(s.lease)
-				if w.desc {
-					slices.Reverse(s.lease)
-				}
+			// the lease set is scored by expiry: read whole every round
+			// (it holds one id per running job) and ordered here
+			lease := cmds[i].Val()
+			slices.Sort(lease)
+			if w.desc {
+				slices.Reverse(lease)
 			}
 			var ids []string
-			for _, id := range s.lease {
+			for _, id := range lease {
 				if len(ids) == scanChunk {
 					break
 				}
