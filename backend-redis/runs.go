@@ -26,9 +26,9 @@ func runningOnly(statuses []core.RunStatus) bool {
 
 // runStream returns the jobs whose runs a run filter may select, in its
 // order, at cursor job pos and after it: the one job it names, or a walk
-// over the index ranges of its task (or the lease set, for running runs
-// only, or every state).
-func (b *Backend) runStream(ctx context.Context, f core.RunFilter, pos string) (refStream, error) {
+// over the index ranges of its task or every state (for running runs
+// only, the lease set, or the task's range when that is smaller).
+func (b *Backend) runStream(ctx context.Context, f core.RunFilter, pos string, want int) (refStream, error) {
 	if f.JobID != "" {
 		q, ok, err := b.queueOf(ctx, f.JobID)
 		if err != nil {
@@ -44,11 +44,15 @@ func (b *Backend) runStream(ctx context.Context, f core.RunFilter, pos string) (
 	if err != nil {
 		return nil, err
 	}
-	ps := walkPrefixes(f.Task, nil)
-	if f.Task == "" && runningOnly(f.Statuses) {
-		ps = []string{runningPrefix}
+	var states []core.JobState
+	if runningOnly(f.Statuses) {
+		states = []core.JobState{core.StateRunning}
 	}
-	return b.newJobWalk(qs, ps, "", f.Desc, pos, true), nil
+	srcs, err := b.walkSources(ctx, qs, f.Task, states)
+	if err != nil {
+		return nil, err
+	}
+	return b.newJobWalk(srcs, "", f.Desc, pos, true, want), nil
 }
 
 // jobRuns returns the runs of each job of refs that match f, in token
@@ -142,11 +146,11 @@ func (b *Backend) ListAllRuns(ctx context.Context, f core.RunFilter) (core.RunPa
 	if f.Cursor != "" {
 		cj, ct, _ = core.ParseRunID(f.Cursor)
 	}
-	st, err := b.runStream(ctx, f, cj)
+	size := f.PageSize()
+	st, err := b.runStream(ctx, f, cj, size+1)
 	if err != nil {
 		return page, err
 	}
-	size := f.PageSize()
 	for read := 0; ; {
 		refs, err := st.next(ctx)
 		if err != nil {
@@ -203,7 +207,7 @@ func (b *Backend) CountRuns(ctx context.Context, f core.RunFilter) (map[core.Run
 		return b.countRunStats(ctx, f)
 	}
 	out := map[core.RunStatus]int64{}
-	st, err := b.runStream(ctx, f, "")
+	st, err := b.runStream(ctx, f, "", scanChunk)
 	if err != nil {
 		return nil, err
 	}

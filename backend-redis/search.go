@@ -84,7 +84,7 @@ func terminalStates(states []core.JobState) []core.JobState {
 // finish time, when they are at most pageScanBudget; or a walk over the
 // index ranges of its task or states (only terminal ones when it has a
 // finished range). ok is false when nothing can match.
-func (b *Backend) searchStream(ctx context.Context, s core.JobSearch) (refStream, bool, error) {
+func (b *Backend) searchStream(ctx context.Context, s core.JobSearch, want int) (refStream, bool, error) {
 	if len(s.IDs) > 0 {
 		found, err := b.queuesOf(ctx, s.IDs)
 		if err != nil {
@@ -115,7 +115,11 @@ func (b *Backend) searchStream(ctx context.Context, s core.JobSearch) (refStream
 			return newRefList(refs, s.Desc, s.Cursor, false), true, nil
 		}
 	}
-	return b.newJobWalk(qs, walkPrefixes(s.Task, states), s.IDPrefix, s.Desc, s.Cursor, false), true, nil
+	srcs, err := b.walkSources(ctx, qs, s.Task, states)
+	if err != nil {
+		return nil, false, err
+	}
+	return b.newJobWalk(srcs, s.IDPrefix, s.Desc, s.Cursor, false, want), true, nil
 }
 
 // finishedIn returns the terminal jobs of queues qs that finished in r
@@ -175,6 +179,22 @@ func recordJob(r jobRef, v record) core.Job {
 // they pass are read whole; without whole and a header, nothing else is
 // read.
 func (b *Backend) matchSearch(ctx context.Context, refs []jobRef, s core.JobSearch, whole bool) ([]int, []core.Job, int, error) {
+	if whole && !s.HasSearchFields() {
+		// the index ranges select by queue, task and state already
+		full, size, err := b.loadJobs(ctx, refs)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		var idx []int
+		var jobs []core.Job
+		for i, r := range refs {
+			if j, ok := full[r]; ok && s.Matches(j) {
+				idx = append(idx, i)
+				jobs = append(jobs, j)
+			}
+		}
+		return idx, jobs, size, nil
+	}
 	recs, err := b.records(ctx, refs)
 	if err != nil {
 		return nil, nil, 0, err
@@ -229,11 +249,17 @@ func (b *Backend) SearchJobs(ctx context.Context, s core.JobSearch) (core.JobPag
 	if err := core.ValidateJobSearch(s); err != nil {
 		return page, err
 	}
-	st, ok, err := b.searchStream(ctx, s)
+	return b.searchPage(ctx, s)
+}
+
+// searchPage returns one page of a valid search (see SearchJobs).
+func (b *Backend) searchPage(ctx context.Context, s core.JobSearch) (core.JobPage, error) {
+	var page core.JobPage
+	size := s.PageSize()
+	st, ok, err := b.searchStream(ctx, s, size+1)
 	if err != nil || !ok {
 		return page, err
 	}
-	size := s.PageSize()
 	read, bytes := 0, 0
 	for {
 		refs, err := st.next(ctx)
@@ -288,7 +314,7 @@ func (b *Backend) CountSearch(ctx context.Context, s core.JobSearch) (map[core.J
 	}
 	s.Cursor, s.Desc = "", false
 	out := map[core.JobState]int64{}
-	st, ok, err := b.searchStream(ctx, s)
+	st, ok, err := b.searchStream(ctx, s, scanChunk)
 	if err != nil || !ok {
 		return out, err
 	}

@@ -89,35 +89,79 @@ type jobWalk struct {
 	pos    string // the walk continues after it (at it when incl)
 	incl   bool
 	prefix string // only ids with this prefix
+	chunk  int    // entries per range and round
 	done   bool
 }
 
-// newJobWalk walks the jobs of queues qs under the index prefixes ps, with
-// ids starting with idPrefix, after pos (at pos when incl).
-func (b *Backend) newJobWalk(qs, ps []string, idPrefix string, desc bool, pos string, incl bool) *jobWalk {
-	w := &jobWalk{b: b, desc: desc, pos: pos, incl: incl, prefix: idPrefix}
-	for _, q := range qs {
-		for _, p := range ps {
-			w.srcs = append(w.srcs, &jobSource{queue: q, prefix: p})
-		}
-	}
-	return w
+// newJobWalk walks the jobs of the index ranges srcs, with ids starting
+// with idPrefix, after pos (at pos when incl), reading up to want entries
+// per range and round (at least 16, at most scanChunk).
+func (b *Backend) newJobWalk(srcs []*jobSource, idPrefix string, desc bool, pos string, incl bool, want int) *jobWalk {
+	return &jobWalk{b: b, srcs: srcs, desc: desc, pos: pos, incl: incl, prefix: idPrefix, chunk: min(max(want, 16), scanChunk)}
 }
 
-// walkPrefixes returns the index prefixes that hold a job selection: the
-// task's entries, or one per state (running from the lease set).
-func walkPrefixes(task string, states []core.JobState) []string {
-	if task != "" {
-		return []string{"k|" + task + "|"}
-	}
+// walkSources returns the index ranges that hold a selection in each queue
+// of qs: the task's entries, or one range per state (running: the lease
+// set), every state when there are none. With both a task and states it
+// takes, per queue, whichever holds fewer entries, counted in one round
+// trip; the records read filter out the rest.
+func (b *Backend) walkSources(ctx context.Context, qs []string, task string, states []core.JobState) ([]*jobSource, error) {
 	if len(states) == 0 {
 		states = core.AllStates
 	}
-	var out []string
-	for _, s := range uniqueStates(states) {
-		out = append(out, "s|"+string(s)+"|")
+	states = uniqueStates(states)
+	var statePs []string
+	for _, s := range states {
+		statePs = append(statePs, "s|"+string(s)+"|")
 	}
-	return out
+	taskP := "k|" + task + "|"
+	var out []*jobSource
+	add := func(q string, ps ...string) {
+		for _, p := range ps {
+			out = append(out, &jobSource{queue: q, prefix: p})
+		}
+	}
+	if task == "" || len(states) == len(core.AllStates) {
+		for _, q := range qs {
+			if task != "" {
+				add(q, taskP)
+			} else {
+				add(q, statePs...)
+			}
+		}
+		return out, nil
+	}
+	pipe := b.rdb.Pipeline()
+	taskN := make([]*redis.IntCmd, len(qs))
+	stateN := make([][]*redis.IntCmd, len(qs))
+	for i, q := range qs {
+		keys := b.ks.queueKeys(q)
+		taskN[i] = pipe.ZLexCount(ctx, keys[kIdx], "["+taskP, "("+upper(taskP))
+		for _, p := range statePs {
+			if p == runningPrefix {
+				stateN[i] = append(stateN[i], pipe.ZCard(ctx, keys[kLease]))
+			} else {
+				stateN[i] = append(stateN[i], pipe.ZLexCount(ctx, keys[kIdx], "["+p, "("+upper(p)))
+			}
+		}
+	}
+	if len(qs) > 0 {
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, wrap("list jobs", err)
+		}
+	}
+	for i, q := range qs {
+		var inStates int64
+		for _, c := range stateN[i] {
+			inStates += c.Val()
+		}
+		if inStates < taskN[i].Val() {
+			add(q, statePs...)
+		} else {
+			add(q, taskP)
+		}
+	}
+	return out, nil
 }
 
 // after reports whether id lies past the walk's position in its order.
@@ -152,7 +196,7 @@ func (w *jobWalk) lexRange(p string) *redis.ZRangeBy {
 			lo = at + p + w.pos
 		}
 	}
-	return &redis.ZRangeBy{Min: lo, Max: hi, Count: int64(scanChunk)}
+	return &redis.ZRangeBy{Min: lo, Max: hi, Count: int64(w.chunk)}
 }
 
 // next returns the next jobs of the walk in its order; none once it ended.
@@ -198,7 +242,7 @@ func (w *jobWalk) next(ctx context.Context) ([]jobRef, error) {
 			}
 			var ids []string
 			for _, id := range lease {
-				if len(ids) == scanChunk {
+				if len(ids) == w.chunk {
 					break
 				}
 				if w.after(id) && strings.HasPrefix(id, w.prefix) {
@@ -219,7 +263,7 @@ func (w *jobWalk) next(ctx context.Context) ([]jobRef, error) {
 	// chunk; past it, a full source may hold ids not read yet
 	horizon, bounded := "", false
 	for _, ids := range got {
-		if len(ids) < scanChunk {
+		if len(ids) < w.chunk {
 			continue
 		}
 		last := ids[len(ids)-1]
