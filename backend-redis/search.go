@@ -269,7 +269,7 @@ func (b *Backend) searchPage(ctx context.Context, s core.JobSearch) (core.JobPag
 		// a round's candidates are every one up to its last, so a call may
 		// stop after any of them
 		for len(refs) > 0 {
-			part := refs[:min(len(refs), probeChunk)]
+			part := refs[:min(len(refs), probeSize(s, size-len(page.Jobs)))]
 			refs = refs[len(part):]
 			last := st.ended() && len(refs) == 0
 			idx, jobs, n, err := b.matchSearch(ctx, part, s, true)
@@ -295,6 +295,16 @@ func (b *Backend) searchPage(ctx context.Context, s core.JobSearch) (core.JobPag
 			return page, nil
 		}
 	}
+}
+
+// probeSize is how many candidates a search reads whole at once while it
+// needs left more jobs: as many when the index ranges select exactly (no
+// search field), else twice as many, at least 16 and at most probeChunk.
+func probeSize(s core.JobSearch, left int) int {
+	if !s.HasSearchFields() {
+		return min(left, probeChunk)
+	}
+	return min(max(2*left, 16), probeChunk)
 }
 
 // CountSearch counts the jobs matching s by state: by the counters, as
