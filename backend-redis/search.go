@@ -179,7 +179,7 @@ func recordJob(r jobRef, v record) core.Job {
 // they pass are read whole; without whole and a header, nothing else is
 // read.
 func (b *Backend) matchSearch(ctx context.Context, refs []jobRef, s core.JobSearch, whole bool) ([]int, []core.Job, int, error) {
-	if whole && !s.HasSearchFields() {
+	if whole && exactRanges(s) {
 		// the index ranges select by queue, task and state already
 		full, size, err := b.loadJobs(ctx, refs)
 		if err != nil {
@@ -297,12 +297,19 @@ func (b *Backend) searchPage(ctx context.Context, s core.JobSearch) (core.JobPag
 	}
 }
 
+// exactRanges reports whether the index ranges of s select exactly its
+// jobs (no search field, and not both a task and states), so that a
+// search need not match records before it reads jobs whole.
+func exactRanges(s core.JobSearch) bool {
+	return !s.HasSearchFields() && (s.Task == "" || len(s.States) == 0)
+}
+
 // probeSize is how many candidates a search reads whole at once while it
-// needs left more jobs: as many when the index ranges select exactly (no
-// search field), else twice as many, at least 16 and at most probeChunk.
+// needs left more jobs: as many when its ranges are exact, else twice as
+// many, at least 16 and at most probeChunk.
 func probeSize(s core.JobSearch, left int) int {
-	if !s.HasSearchFields() {
-		return min(left, probeChunk)
+	if exactRanges(s) {
+		return left
 	}
 	return min(max(2*left, 16), probeChunk)
 }

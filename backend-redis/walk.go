@@ -25,7 +25,7 @@ var (
 	scanBytesBudget = 32 << 20
 	countScanBudget = 200000
 	countScanBytes  = 256 << 20
-	scanChunk       = 500
+	scanChunk       = core.MaxPageSize + 1
 	probeChunk      = 200
 )
 
