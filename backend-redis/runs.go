@@ -207,7 +207,7 @@ func (b *Backend) CountRuns(ctx context.Context, f core.RunFilter) (map[core.Run
 		return b.countRunStats(ctx, f)
 	}
 	out := map[core.RunStatus]int64{}
-	st, err := b.runStream(ctx, f, "", scanChunk)
+	st, err := b.runStream(ctx, f, "", countChunk)
 	if err != nil {
 		return nil, err
 	}

@@ -331,7 +331,7 @@ func (b *Backend) CountSearch(ctx context.Context, s core.JobSearch) (map[core.J
 	}
 	s.Cursor, s.Desc = "", false
 	out := map[core.JobState]int64{}
-	st, ok, err := b.searchStream(ctx, s, scanChunk)
+	st, ok, err := b.searchStream(ctx, s, countChunk)
 	if err != nil || !ok {
 		return out, err
 	}

@@ -17,8 +17,10 @@ import (
 // results; it then returns a short page (possibly empty) with a cursor
 // after the last candidate it read. A count reads at most countScanBudget
 // candidates and countScanBytes of payloads and results, and otherwise
-// refuses with core.ErrInvalidArgument. Candidates are read scanChunk per
-// index range and round trip, and whole jobs probeChunk per round trip.
+// refuses with core.ErrInvalidArgument. A listing reads its page size plus
+// one entries per index range and round trip (at most scanChunk), a count
+// countChunk, and whole jobs (unless its ranges select exactly) at most
+// probeChunk per round trip.
 // Tests lower them.
 var (
 	pageScanBudget  = 10000
@@ -26,6 +28,7 @@ var (
 	countScanBudget = 200000
 	countScanBytes  = 256 << 20
 	scanChunk       = core.MaxPageSize + 1
+	countChunk      = 256
 	probeChunk      = 200
 )
 
