@@ -131,6 +131,25 @@ func slotOf(t *testing.T, c *redis.ClusterClient, key string) int64 {
 	return s
 }
 
+// hookedCluster returns a backend with a manual clock on a client of the
+// test cluster whose script calls hook watches, with every script loaded;
+// queues qa and qb live in different slots.
+func hookedCluster(t *testing.T) (*Backend, *scriptHook, *core.ManualClock) {
+	t.Helper()
+	base := clusterClient(t)
+	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: base.Options().Addrs})
+	t.Cleanup(func() { client.Close() })
+	hook := &scriptHook{}
+	client.AddHook(hook)
+	clock := core.NewManualClock(time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC))
+	b := newBackend(t, client, Options{Clock: clock})
+	loadScripts(t, client)
+	if slotOf(t, client, b.ks.queueKeys("qa")[kJob]) == slotOf(t, client, b.ks.queueKeys("qb")[kJob]) {
+		t.Fatal("qa and qb share a slot")
+	}
+	return b, hook, clock
+}
+
 // batchLeftovers counts the prepared parts and decisions of cross-slot
 // batches that queues still hold.
 func batchLeftovers(ctx context.Context, b *Backend, queues ...string) (int64, error) {
@@ -297,18 +316,8 @@ func TestClusterBatchSurvivesKilledNode(t *testing.T) {
 // is finished by whoever needs its keys, or by Rescue; a commit that comes
 // after an abort refuses.
 func TestClusterBatchClientDies(t *testing.T) {
-	base := clusterClient(t)
-	client := redis.NewClusterClient(&redis.ClusterOptions{Addrs: base.Options().Addrs})
-	t.Cleanup(func() { client.Close() })
-	hook := &scriptHook{}
-	client.AddHook(hook)
+	b, hook, clock := hookedCluster(t)
 	ctx := context.Background()
-	clock := core.NewManualClock(time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC))
-	b := newBackend(t, client, Options{Clock: clock})
-	loadScripts(t, client)
-	if slotOf(t, client, b.ks.queueKeys("qa")[kJob]) == slotOf(t, client, b.ks.queueKeys("qb")[kJob]) {
-		t.Fatal("qa and qb share a slot")
-	}
 	batch := func(task string) []core.EnqueueRequest {
 		return []core.EnqueueRequest{
 			{Queue: "qa", Task: task, IdempotencyKey: "ka-" + task},

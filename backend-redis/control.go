@@ -17,37 +17,49 @@ func notFound(op, id string) error {
 // jobScript runs a script that addresses one job by id and returns
 // {'ok', job}, {'notfound'} or {'state', state}.
 func (b *Backend) jobScript(ctx context.Context, op string, s *luaScript, id string, args ...any) (core.Job, error) {
-	if err := b.check(op); err != nil {
+	q, rest, err := b.jobCall(ctx, op, s, id, args...)
+	if err != nil {
 		return core.Job{}, err
 	}
-	if id == "" || len(id) > core.MaxNameLength {
-		return core.Job{}, invalidf("job id must be 1 to %d bytes", core.MaxNameLength)
+	return decodeScriptJob(q, rest[0], nil) // no longer running
+}
+
+// jobCall runs a script that addresses one job by id and returns {'ok',
+// value}, {'notfound'} or {'state', state}: it returns the job's queue and
+// the values after 'ok', and turns the others into errors wrapping
+// core.ErrNotFound and core.ErrInvalidState.
+func (b *Backend) jobCall(ctx context.Context, op string, s *luaScript, id string, args ...any) (string, []any, error) {
+	if err := b.check(op); err != nil {
+		return "", nil, err
+	}
+	if err := core.ValidateJobID(id); err != nil {
+		return "", nil, err
 	}
 	q, ok, err := b.queueOf(ctx, id)
 	if err != nil {
-		return core.Job{}, err
+		return "", nil, err
 	}
 	if !ok {
-		return core.Job{}, notFound(op, id)
+		return "", nil, notFound(op, id)
 	}
 	res, err := b.run(ctx, s, q, append([]any{id}, args...)...)
 	if err != nil {
-		return core.Job{}, wrap(op, err)
+		return "", nil, wrap(op, err)
 	}
 	status, rest, err := reply(res, map[string]int{"ok": 1, "state": 1})
 	if err != nil {
-		return core.Job{}, err
+		return "", nil, err
 	}
 	switch status {
 	case "ok":
-		return decodeScriptJob(q, rest[0], nil) // no longer running
+		return q, rest, nil
 	case "notfound":
-		return core.Job{}, notFound(op, id)
+		return "", nil, notFound(op, id)
 	case "state":
 		st, _ := str(rest[0])
-		return core.Job{}, fmt.Errorf("redisq: %s: job %s is %s: %w", op, id, st, core.ErrInvalidState)
+		return "", nil, fmt.Errorf("redisq: %s: job %s is %s: %w", op, id, st, core.ErrInvalidState)
 	}
-	return core.Job{}, fmt.Errorf("redisq: %s: unexpected reply %q", op, status)
+	return "", nil, fmt.Errorf("redisq: %s: unexpected reply %q", op, status)
 }
 
 // Cancel cancels a queued, sleeping or running job. See core.QueueBackend.

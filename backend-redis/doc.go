@@ -9,8 +9,8 @@
 //
 // Every transition of a job — enqueue (with idempotency keys and task
 // limits), claim, heartbeat, complete, fail, sleep, checkpoint, cancel,
-// retry, rescue and cleanup — is one Lua function, so Redis runs it to the
-// end before any other command. The functions form one Redis Functions
+// retry, rescue, cleanup and deletion — is one Lua function, so Redis
+// runs it to the end before any other command. The functions form one Redis Functions
 // library (Redis 7.0 or later), named after a hash of its code and loaded
 // by the first FCALL that finds it missing on a node; on a server without
 // Functions, or one that refuses FUNCTION or FCALL, the same code runs as
@@ -102,8 +102,8 @@
 // task configs, before the enqueue script stores the job; so a stored job
 // can always be found. If the enqueue is then refused the entries are
 // removed again; an entry left behind by a crash maps an id that has no job,
-// which reads as not found. Cleanup removes the entries of the jobs it
-// deletes. A Backend also remembers the queue of every job it claimed, so a
+// which reads as not found. Cleanup, DeleteJob and DeleteQueue remove the
+// entries of the jobs they delete. A Backend also remembers the queue of every job it claimed, so a
 // worker's heartbeats and completions cost one script call each. An id the
 // map does not know is looked for in every queue before it is reported
 // unknown, and mapped again when found: on a cluster the node of the
@@ -144,6 +144,25 @@
 // and Cleanup over all queues) issue one pipelined call per step; a listing
 // that races with changes may show a page shorter than its limit, but its
 // cursor still visits every matching job once.
+//
+// # Operations
+//
+// Backend also implements core.RunReader, core.JobSearcher, core.TaskLister
+// and core.JobDeleter. The reads use the indexes the transitions keep and
+// add no index write to any transition: queue, task and states select lex
+// ranges of each queue's index (running jobs: its lease set), an id prefix
+// narrows them, ids go through {p}:jobq, and a finished range reads the
+// done sets when they hold few enough jobs; headers, created ranges, run
+// statuses and start times are matched on what is read. Listings merge the
+// ranges of every queue in id order, so their pages visit each match once,
+// and read a bounded number of jobs per call (a short page then continues
+// where the call stopped); counts that must scan are bounded too and refuse
+// a filter that would read more. DeleteJob and DeleteQueue are scripts: a
+// job goes with its record, result, runs, checkpoints, index entries,
+// counts and idempotency key in one step, and a forced deletion of a
+// running job takes its lease, so the worker's next fenced call fails with
+// core.ErrLeaseLost. The README lists which filter reads what, and the
+// bounds.
 //
 // # Notifications
 //

@@ -105,48 +105,8 @@ for _, id in ipairs(ids) do
   local r = J[id]
   local st = r and r[RST]
   if st and st >= SUCCEEDED and r[RFA] > 0 and r[RFA] < before then
-    local task, sn = r[RT], SN[st]
-    tasks[task] = true
-    del[#del + 1] = id
-    del[#del + 1] = id .. '|x'
-    del[#del + 1] = id .. '|r'
-    zrem(k.idx, 's|' .. sn .. '|' .. id)
-    zrem(k.idx, 'k|' .. task .. '|' .. id)
-    bump(k.cnt, task, sn, -1)
-    if r[RIK] ~= '' then
-      local v = redis.call('HGET', k.idem, r[RIK])
-      if v and string.sub(v, 1, #id + 1) == id .. ':' then redis.call('HDEL', k.idem, r[RIK]) end
-    end
-    local n = r[RRN]
-    if n > 0 then
-      if r[RRS] ~= RUN_RUNNING then
-        bump(k.rstat, task, RSN[r[RRS]], -1)
-        bump(k.rstat, task, 'rt', r[RRB] - r[RRF])
-      end
-      if n > 1 then
-        local f = {}
-        for i = 1, n - 1 do f[i] = id .. '|' .. i end
-        local rv = redis.call('HMGET', k.run, unpack(f))
-        for i = 1, n - 1 do
-          if rv[i] then
-            local _, _, _, _, s, b, fin = munpack(rv[i])
-            if s ~= 'running' then
-              bump(k.rstat, task, s, -1)
-              bump(k.rstat, task, 'rt', b - fin)
-            end
-          end
-        end
-        redis.call('HDEL', k.run, unpack(f))
-      end
-    end
-    local steps = redis.call('ZRANGEBYLEX', k.cpx, '[' .. id .. '|', '(' .. id .. '}')
-    for _, s in ipairs(steps) do redis.call('HDEL', k.cp, s .. '|v', s .. '|c') end
-    if #steps > 0 then redis.call('ZREMRANGEBYLEX', k.cpx, '[' .. id .. '|', '(' .. id .. '}') end
-    zrem(k.done, id)
-    zrem(k.dead, id)
-    zrem(k.lease, id)
-    zrem(k.sched, id)
-    J[id] = false
+    tasks[r[RT]] = true
+    purge(k, id, r, del)
     out[#out + 1] = id
   end
 end

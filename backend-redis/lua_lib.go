@@ -426,6 +426,65 @@ local function fence(k, id, token)
   return r
 end
 
+-- purge deletes job id (record r) with everything it owns: its index
+-- entries and counts, its place in the ready, scheduled, lease, deadline
+-- and done sets, its earlier runs (and their share of the run statistics),
+-- its checkpoints and its idempotency key, unless a later job holds the
+-- key. It appends the job hash fields to delete to del, for one HDEL per
+-- call. A running job's lease goes with it, so every later fenced call of
+-- that lease finds no job and fails.
+local function purge(k, id, r, del)
+  local task, st = r[RT], r[RST]
+  local sn = SN[st]
+  del[#del + 1] = id
+  del[#del + 1] = id .. '|x'
+  del[#del + 1] = id .. '|r'
+  if st ~= RUNNING then zrem(k.idx, 's|' .. sn .. '|' .. id) end
+  zrem(k.idx, 'k|' .. task .. '|' .. id)
+  bump(k.cnt, task, sn, -1)
+  if r[RIK] ~= '' then
+    local v = redis.call('HGET', k.idem, r[RIK])
+    if v and string.sub(v, 1, #id + 1) == id .. ':' then redis.call('HDEL', k.idem, r[RIK]) end
+  end
+  local n = r[RRN]
+  if n > 0 then
+    if r[RRS] ~= RUN_RUNNING then
+      bump(k.rstat, task, RSN[r[RRS]], -1)
+      bump(k.rstat, task, 'rt', r[RRB] - r[RRF])
+    end
+    if n > 1 then
+      local f = {}
+      for i = 1, n - 1 do f[i] = id .. '|' .. i end
+      local rv = hmget(k.run, f)
+      for i = 1, n - 1 do
+        if rv[i] then
+          local _, _, _, _, s, b, fin = munpack(rv[i])
+          if s ~= 'running' then
+            bump(k.rstat, task, s, -1)
+            bump(k.rstat, task, 'rt', b - fin)
+          end
+        end
+      end
+      bulk('HDEL', k.run, f)
+    end
+  end
+  local steps = redis.call('ZRANGEBYLEX', k.cpx, '[' .. id .. '|', '(' .. id .. '}')
+  if #steps > 0 then
+    local f = {}
+    for _, s in ipairs(steps) do
+      f[#f + 1] = s .. '|v'
+      f[#f + 1] = s .. '|c'
+    end
+    bulk('HDEL', k.cp, f)
+    redis.call('ZREMRANGEBYLEX', k.cpx, '[' .. id .. '|', '(' .. id .. '}')
+  end
+  unschedule(k, id, r)
+  zrem(k.done, id)
+  zrem(k.dead, id)
+  zrem(k.lease, id)
+  J[id] = false
+end
+
 local function wake()
   if ARGV[2] ~= '' then redis.call('PUBLISH', ARGV[2], '1') end
 end

@@ -2,7 +2,6 @@ package redisq
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strconv"
 	"time"
@@ -23,18 +22,7 @@ func (b *Backend) GetJob(ctx context.Context, jobID string) (core.Job, error) {
 	if !ok {
 		return core.Job{}, notFound("get job", jobID)
 	}
-	keys := b.ks.queueKeys(q)
-	pipe := b.rdb.Pipeline()
-	hm := pipe.HMGet(ctx, keys[kJob], jobID, coldField(jobID), resultField(jobID))
-	exp := pipe.ZScore(ctx, keys[kLease], jobID)
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return core.Job{}, wrap("get job", err)
-	}
-	vals := hm.Val()
-	if len(vals) != 3 {
-		return core.Job{}, wrap("get job", hm.Err())
-	}
-	j, found, err := decodeJob(jobID, q, vals[0], vals[1], vals[2], leaseScore(exp))
+	j, found, err := b.loadJob(ctx, "get job", q, jobID)
 	if err != nil {
 		return core.Job{}, err
 	}
@@ -52,162 +40,9 @@ func (b *Backend) scope(ctx context.Context, queue string) ([]string, error) {
 	return b.sortedQueues(ctx)
 }
 
-// indexPrefixes returns the index member prefixes that select a filter's
-// jobs within one queue: one per state, or the task's. A filter on both
-// task and states is served by scanFiltered instead.
-func indexPrefixes(f core.JobFilter) []string {
-	var out []string
-	switch {
-	case f.Task != "":
-		out = append(out, "k|"+f.Task+"|")
-	case len(f.States) > 0:
-		for _, s := range uniqueStates(f.States) {
-			out = append(out, "s|"+string(s)+"|")
-		}
-	default:
-		for _, s := range core.AllStates {
-			out = append(out, "s|"+string(s)+"|")
-		}
-	}
-	return out
-}
-
 // runningPrefix is the index prefix of running jobs, which the index does
 // not hold: the lease set has exactly the running jobs of a queue.
 const runningPrefix = "s|" + string(core.StateRunning) + "|"
-
-// afterCursor sorts ids in f's order and keeps those after f.Cursor, at
-// most n of them (all when n is 0).
-func afterCursor(ids []string, f core.JobFilter, n int) []string {
-	slices.Sort(ids)
-	if f.Desc {
-		slices.Reverse(ids)
-	}
-	out := ids[:0]
-	for _, id := range ids {
-		if f.Cursor != "" && ((!f.Desc && id <= f.Cursor) || (f.Desc && id >= f.Cursor)) {
-			continue
-		}
-		out = append(out, id)
-		if n > 0 && len(out) == n {
-			break
-		}
-	}
-	return out
-}
-
-// scanFiltered returns up to want ids of one queue's jobs of task f.Task in
-// one of f.States, after f.Cursor in f's order. The index has no entry per
-// task and state (that would cost two more index writes per transition), so
-// it walks the smaller of the task's entries and the states' entries and
-// reads the records to filter them.
-func (b *Backend) scanFiltered(ctx context.Context, q string, f core.JobFilter, want int) ([]string, error) {
-	keys := b.ks.queueKeys(q)
-	states := uniqueStates(f.States)
-	pipe := b.rdb.Pipeline()
-	kp := "k|" + f.Task + "|"
-	taskN := pipe.ZLexCount(ctx, keys[kIdx], "["+kp, "("+upper(kp))
-	stateN := make([]*redis.IntCmd, len(states))
-	for i, st := range states {
-		p := "s|" + string(st) + "|"
-		if p == runningPrefix {
-			stateN[i] = pipe.ZCard(ctx, keys[kLease])
-			continue
-		}
-		stateN[i] = pipe.ZLexCount(ctx, keys[kIdx], "["+p, "("+upper(p))
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return nil, wrap("list jobs", err)
-	}
-	var inStates int64
-	for _, c := range stateN {
-		inStates += c.Val()
-	}
-	var out []string
-	if inStates < taskN.Val() {
-		for _, st := range states {
-			ids, err := b.scanPrefix(ctx, keys, "s|"+string(st)+"|", f, want)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, ids...)
-		}
-		return out, nil
-	}
-	return b.scanPrefix(ctx, keys, kp, f, want)
-}
-
-// scanPrefix walks the index entries under prefix p after f.Cursor in f's
-// order, in chunks, and keeps the ids whose record matches f, until it has
-// want of them or the entries end.
-func (b *Backend) scanPrefix(ctx context.Context, keys []string, p string, f core.JobFilter, want int) ([]string, error) {
-	var out []string
-	from := f.Cursor
-	chunk := int64(max(want, 256))
-	var running []string
-	if p == runningPrefix {
-		ids, err := b.rdb.ZRange(ctx, keys[kLease], 0, -1).Result()
-		if err != nil {
-			return nil, wrap("list jobs", err)
-		}
-		running = afterCursor(ids, f, 0)
-	}
-	for {
-		r := &redis.ZRangeBy{Min: "[" + p, Max: "(" + upper(p), Count: chunk}
-		var ms []string
-		var err error
-		if p == runningPrefix {
-			n := min(len(running), int(chunk))
-			for _, id := range running[:n] {
-				ms = append(ms, p+id)
-			}
-			running = running[n:]
-		} else if f.Desc {
-			if from != "" {
-				r.Max = "(" + p + from
-			}
-			ms, err = b.rdb.ZRevRangeByLex(ctx, keys[kIdx], r).Result()
-		} else {
-			if from != "" {
-				r.Min = "(" + p + from
-			}
-			ms, err = b.rdb.ZRangeByLex(ctx, keys[kIdx], r).Result()
-		}
-		if err != nil {
-			return nil, wrap("list jobs", err)
-		}
-		if len(ms) == 0 {
-			return out, nil
-		}
-		ids := make([]string, len(ms))
-		for i, m := range ms {
-			ids[i] = m[len(p):]
-		}
-		recs, err := b.rdb.HMGet(ctx, keys[kJob], ids...).Result()
-		if err != nil {
-			return nil, wrap("list jobs", err)
-		}
-		for i, rec := range recs {
-			if rec == nil {
-				continue
-			}
-			v, err := parseRecord(ids[i], rec)
-			if err != nil {
-				return nil, err
-			}
-			if v.task == f.Task && slices.Contains(f.States, v.state) {
-				out = append(out, ids[i])
-				if len(out) == want {
-					return out, nil
-				}
-			}
-		}
-		if int64(len(ms)) < chunk {
-			return out, nil
-		}
-		from = ids[len(ids)-1]
-	}
-}
 
 func uniqueStates(in []core.JobState) []core.JobState {
 	out := slices.Clone(in)
@@ -219,7 +54,9 @@ func uniqueStates(in []core.JobState) []core.JobState {
 // (which ends in '|', above every character of a name or id).
 func upper(p string) string { return p[:len(p)-1] + "}" }
 
-// ListJobs returns one page of jobs ordered by id. See core.QueueBackend.
+// ListJobs returns one page of jobs ordered by id, as SearchJobs does for
+// a search with no search field: a walk over the index ranges of its queue,
+// task or states. See core.QueueBackend.
 func (b *Backend) ListJobs(ctx context.Context, f core.JobFilter) (core.JobPage, error) {
 	if err := b.check("list jobs"); err != nil {
 		return core.JobPage{}, err
@@ -227,115 +64,7 @@ func (b *Backend) ListJobs(ctx context.Context, f core.JobFilter) (core.JobPage,
 	if err := core.ValidateJobFilter(f); err != nil {
 		return core.JobPage{}, err
 	}
-	qs, err := b.scope(ctx, f.Queue)
-	if err != nil {
-		return core.JobPage{}, err
-	}
-	size := f.PageSize()
-	type src struct {
-		queue  string
-		prefix string
-		cmd    *redis.StringSliceCmd
-		lease  bool // cmd lists the lease set, in no order
-	}
-	var srcs []src
-	pipe := b.rdb.Pipeline()
-	type ref struct{ id, queue string }
-	var refs []ref
-	filtered := f.Task != "" && len(f.States) > 0
-	for _, q := range qs {
-		if filtered {
-			ids, err := b.scanFiltered(ctx, q, f, size+1)
-			if err != nil {
-				return core.JobPage{}, err
-			}
-			for _, id := range ids {
-				refs = append(refs, ref{id: id, queue: q})
-			}
-			continue
-		}
-		key := b.ks.queueKeys(q)[kIdx]
-		for _, p := range indexPrefixes(f) {
-			if p == runningPrefix {
-				cmd := pipe.ZRange(ctx, b.ks.queueKeys(q)[kLease], 0, -1)
-				srcs = append(srcs, src{queue: q, cmd: cmd, lease: true})
-				continue
-			}
-			r := &redis.ZRangeBy{Min: "[" + p, Max: "(" + upper(p), Count: int64(size + 1)}
-			var cmd *redis.StringSliceCmd
-			if f.Desc {
-				if f.Cursor != "" {
-					r.Max = "(" + p + f.Cursor
-				}
-				cmd = pipe.ZRevRangeByLex(ctx, key, r)
-			} else {
-				if f.Cursor != "" {
-					r.Min = "(" + p + f.Cursor
-				}
-				cmd = pipe.ZRangeByLex(ctx, key, r)
-			}
-			srcs = append(srcs, src{queue: q, prefix: p, cmd: cmd})
-		}
-	}
-	if len(srcs) > 0 {
-		if _, err := pipe.Exec(ctx); err != nil {
-			return core.JobPage{}, wrap("list jobs", err)
-		}
-	}
-	for _, s := range srcs {
-		if s.lease {
-			for _, id := range afterCursor(s.cmd.Val(), f, size+1) {
-				refs = append(refs, ref{id: id, queue: s.queue})
-			}
-			continue
-		}
-		for _, m := range s.cmd.Val() {
-			refs = append(refs, ref{id: m[len(s.prefix):], queue: s.queue})
-		}
-	}
-	slices.SortFunc(refs, func(a, b ref) int {
-		if f.Desc {
-			a, b = b, a
-		}
-		switch {
-		case a.id < b.id:
-			return -1
-		case a.id > b.id:
-			return 1
-		}
-		return 0
-	})
-	var page core.JobPage
-	if len(refs) > size {
-		refs = refs[:size]
-		page.Next = refs[size-1].id
-	}
-	if len(refs) == 0 {
-		return page, nil
-	}
-	pipe = b.rdb.Pipeline()
-	cmds := make([]*redis.SliceCmd, len(refs))
-	exps := make([]*redis.FloatCmd, len(refs))
-	for i, r := range refs {
-		keys := b.ks.queueKeys(r.queue)
-		cmds[i] = pipe.HMGet(ctx, keys[kJob], r.id, coldField(r.id), resultField(r.id))
-		exps[i] = pipe.ZScore(ctx, keys[kLease], r.id)
-	}
-	if _, err := pipe.Exec(ctx); err != nil && !errors.Is(err, redis.Nil) {
-		return core.JobPage{}, wrap("list jobs", err)
-	}
-	for i, r := range refs {
-		v := cmds[i].Val()
-		j, ok, err := decodeJob(r.id, r.queue, v[0], v[1], v[2], leaseScore(exps[i]))
-		if err != nil {
-			return core.JobPage{}, err
-		}
-		if !ok || !matches(f, j) {
-			continue // deleted or changed since the index was read
-		}
-		page.Jobs = append(page.Jobs, j)
-	}
-	return page, nil
+	return b.searchPage(ctx, core.JobSearch{JobFilter: f})
 }
 
 // leaseScore returns the score of a ZSCORE of the lease set, the lease
@@ -346,13 +75,6 @@ func leaseScore(c *redis.FloatCmd) any {
 		return nil
 	}
 	return v
-}
-
-func matches(f core.JobFilter, j core.Job) bool {
-	if f.Task != "" && j.Task != f.Task {
-		return false
-	}
-	return len(f.States) == 0 || slices.Contains(f.States, j.State)
 }
 
 // CountJobs counts the jobs matching f by state. See core.QueueBackend.

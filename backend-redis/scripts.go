@@ -89,11 +89,14 @@ var (
 	scriptRetry      = newScript("retry", luaRetry)
 	scriptRescue     = newScript("rescue", luaRescue)
 	scriptCleanup    = newScript("cleanup", luaCleanup)
+	scriptDeleteJob  = newScript("delete_job", luaDeleteJob)
+	scriptDeleteQ    = newScript("delete_queue", luaDeleteQueue)
 )
 
 // allScripts lists every script of the backend.
 var allScripts = []*luaScript{scriptEnqueue, scriptApply, scriptAbort, scriptDecide, scriptClaim, scriptHeartbeat,
-	scriptComplete, scriptFail, scriptSleep, scriptCheckpoint, scriptCancel, scriptRetry, scriptRescue, scriptCleanup}
+	scriptComplete, scriptFail, scriptSleep, scriptCheckpoint, scriptCancel, scriptRetry, scriptRescue, scriptCleanup,
+	scriptDeleteJob, scriptDeleteQ}
 
 // library is the Functions library of every script, named after a hash of
 // its code: "boson_<hash>", each function "boson_<hash>_<script>". A

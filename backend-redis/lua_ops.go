@@ -1,0 +1,64 @@
+package redisq
+
+// luaDeleteJob deletes one job with everything it owns (see purge). A
+// running job is deleted only when force is '1': its lease goes with it, so
+// its worker's next fenced call finds no job and fails with a lost lease.
+// ARGV: now, channel, id, force. Returns {'ok', state}, {'notfound'} or
+// {'state', 'running'}.
+const luaDeleteJob = `
+local k = keys(1)
+local id = ARGV[3]
+local r = get(k, id)
+if not r then return {'notfound'} end
+local st = r[RST]
+if st == RUNNING and ARGV[4] ~= '1' then return {'state', SN[st]} end
+local del = {}
+purge(k, id, r, del)
+bulk('HDEL', k.job, del)
+if st < SUCCEEDED then wake() end
+return {'ok', SN[st]}
+`
+
+// luaDeleteQueue runs one step of deleting a queue: it deletes up to limit
+// of its jobs in any state (running ones with their leases, as
+// luaDeleteJob with force does), in the order of the task index. When no
+// job is left it deletes the queue's config (and so its paused flag), its
+// run statistics and its job counts but those of prepared batch parts,
+// which stay with the parts. Prepared parts and batch decisions are left
+// alone: a batch a client is committing stays whole, and its jobs are
+// deleted by a later step. ARGV: now, channel, limit. Returns {'ok', done,
+// id...} with done 1 when no job is left and the ids it deleted.
+const luaDeleteQueue = `
+local k = keys(1)
+local limit = tonumber(ARGV[3])
+local ms = redis.call('ZRANGEBYLEX', k.idx, '[k|', '(k}', 'LIMIT', '0', limit + 1)
+local n = math.min(#ms, limit)
+local ids = {}
+for i = 1, n do ids[i] = string.match(ms[i], '[^|]*$') end
+fetch(k, ids)
+local out = {'ok', 0}
+local del = {}
+for i = 1, n do
+  local id = ids[i]
+  local r = J[id]
+  if r then
+    purge(k, id, r, del)
+    out[#out + 1] = id
+  else
+    zrem(k.idx, ms[i])
+  end
+end
+if #del > 0 then bulk('HDEL', k.job, del) end
+if #ms <= limit then
+  flush(k)
+  redis.call('DEL', k.conf, k.rstat)
+  local c = redis.call('HGETALL', k.cnt)
+  local drop = {}
+  for i = 1, #c, 2 do
+    if c[i + 1] == '0' or string.sub(c[i], -8) ~= '|pending' then drop[#drop + 1] = c[i] end
+  end
+  if #drop > 0 then bulk('HDEL', k.cnt, drop) end
+  out[2] = 1
+end
+return out
+`
