@@ -55,7 +55,11 @@ func (c *call) open(ctx context.Context) (*store.Store, error) {
 	if c.st != nil {
 		return c.st, nil
 	}
-	st, err := store.Open(ctx, c.storeURL(), store.Options{})
+	open := func(ctx context.Context) (*store.Store, error) { return store.Open(ctx, c.storeURL(), store.Options{}) }
+	if c.env.openStore != nil {
+		open = c.env.openStore
+	}
+	st, err := open(ctx)
 	if err != nil {
 		return nil, err
 	}
