@@ -79,7 +79,10 @@
 //     and [core.JobDeleter]; the areas of the same names test them, and
 //     the cases of each use the others where the harness declares them
 //     too (a deleted job's runs are gone from GetRun, its key from
-//     FindByIdempotencyKey).
+//     FindByIdempotencyKey). The Bulk area runs [core.Bulk] on a backend
+//     that declares Search (and Delete, for bulk deletes): cancel, retry
+//     and delete by filter in bounded steps, with exact counts while
+//     workers claim.
 //
 // Notifications that a harness does not declare: [core.SubscribeQueue]
 // must report ok=false, or, where the backend type implements

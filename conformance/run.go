@@ -34,6 +34,7 @@ var areas = []area{
 	{"Search", testSearch},
 	{"Tasks", testTasks},
 	{"Delete", testDelete},
+	{"Bulk", testBulk},
 	{"Model", testModel},
 }
 

@@ -33,7 +33,7 @@ func testModel(t *testing.T, h Harness) {
 				byID: map[string]*mJob{}, keys: map[string]*mJob{},
 			}
 			rt.Cleanup(m.retire)
-			rt.Repeat(map[string]func(*rapid.T){
+			actions := map[string]func(*rapid.T){
 				"":           m.check,
 				"enqueue":    m.enqueue,
 				"claim":      m.claim,
@@ -46,7 +46,12 @@ func testModel(t *testing.T, h Harness) {
 				"retry":      m.retry,
 				"rescue":     m.rescue,
 				"advance":    m.advance,
-			})
+			}
+			if h.Capabilities.Delete {
+				actions["delete"] = m.delete
+				actions["deleteQueue"] = m.deleteQueue
+			}
+			rt.Repeat(actions)
 		})
 	})
 }
@@ -254,8 +259,8 @@ func (m *model) pickLease(t *rapid.T) (core.Lease, *mJob, bool) {
 		t.Skip("no lease yet")
 	}
 	l := rapid.SampledFrom(m.leases).Draw(t, "lease")
-	j := m.byID[l.JobID]
-	return l, j, j.state == core.StateRunning && j.token == l.Token
+	j := m.byID[l.JobID] // nil once the job is deleted: every lease of it is stale
+	return l, j, j != nil && j.state == core.StateRunning && j.token == l.Token
 }
 
 func (m *model) requireFenced(t *rapid.T, err error, valid bool, what string) bool {
@@ -335,6 +340,13 @@ func (m *model) checkpoint(t *rapid.T) {
 		if string(got) != j.checkpoints[step] {
 			t.Fatalf("SaveCheckpoint returned %q, want the first value %q", got, j.checkpoints[step])
 		}
+	}
+	if j == nil {
+		_, err := m.e.b.Checkpoints(m.e.ctx, l.JobID)
+		if !errors.Is(err, core.ErrNotFound) {
+			t.Fatalf("Checkpoints of a deleted job: %v, want ErrNotFound", err)
+		}
+		return
 	}
 	cs, err := m.e.b.Checkpoints(m.e.ctx, j.id)
 	if err != nil {
@@ -426,8 +438,142 @@ func (m *model) advance(t *rapid.T) {
 	m.e.advance(d)
 }
 
+// forget removes a deleted job from the model, with the key it held.
+func (m *model) forget(j *mJob) {
+	m.jobs = slices.DeleteFunc(m.jobs, func(x *mJob) bool { return x == j })
+	delete(m.byID, j.id)
+	for k, held := range m.keys {
+		if held == j {
+			delete(m.keys, k)
+		}
+	}
+}
+
+func (m *model) delete(t *rapid.T) {
+	j := m.pickJob(t)
+	force := rapid.Bool().Draw(t, "force")
+	err := m.e.deleter().DeleteJob(m.e.ctx, j.id, force)
+	if j.state == core.StateRunning && !force {
+		if !errors.Is(err, core.ErrInvalidState) {
+			t.Fatalf("DeleteJob of a running job without force: %v, want ErrInvalidState", err)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("DeleteJob of a %s job (force %v): %v", j.state, force, err)
+	}
+	m.forget(j)
+	if _, err := m.e.b.GetJob(m.e.ctx, j.id); !errors.Is(err, core.ErrNotFound) {
+		t.Fatalf("GetJob of a deleted job: %v, want ErrNotFound", err)
+	}
+}
+
+// deleteQueue runs one step of deleting the check's queue. Which jobs a
+// step deletes is the backend's choice; the model learns it by listing.
+func (m *model) deleteQueue(t *rapid.T) {
+	limit := rapid.IntRange(1, 3).Draw(t, "limit")
+	r, err := m.e.deleter().DeleteQueue(m.e.ctx, core.DeleteQueueRequest{Queue: m.queue, Limit: limit})
+	if err != nil {
+		t.Fatalf("DeleteQueue: %v", err)
+	}
+	page, err := m.e.b.ListJobs(m.e.ctx, core.JobFilter{Queue: m.queue, Limit: core.MaxPageSize})
+	if err != nil {
+		t.Fatalf("ListJobs: %v", err)
+	}
+	left := map[string]bool{}
+	for _, j := range page.Jobs {
+		left[j.ID] = true
+	}
+	var gone []*mJob
+	for _, j := range m.jobs {
+		if !left[j.id] {
+			gone = append(gone, j)
+		}
+	}
+	if r.Deleted != len(gone) || r.Deleted > limit || r.Done && len(page.Jobs) != 0 || !r.Done && r.Deleted == 0 && len(m.jobs) == 0 {
+		t.Fatalf("DeleteQueue(limit %d) = %+v with %d of %d jobs gone and %d listed", limit, r, len(gone), len(m.jobs), len(page.Jobs))
+	}
+	for _, j := range gone {
+		m.forget(j)
+	}
+}
+
+// checkOps compares the model with the operations capabilities the
+// harness declares: every run of the queue in order with the right open
+// one, the keys, the counts of a search and the task's counts.
+func (m *model) checkOps(t *rapid.T) {
+	want := map[core.JobState]int64{}
+	for _, j := range m.jobs {
+		want[j.state]++
+	}
+	caps := m.e.h.Capabilities
+	if caps.Runs {
+		var wantRuns []string
+		for _, j := range m.jobs {
+			for tok := int64(1); tok <= j.token; tok++ {
+				wantRuns = append(wantRuns, core.RunID(j.id, tok))
+			}
+		}
+		p, err := m.e.runReader().ListAllRuns(m.e.ctx, core.RunFilter{Queue: m.queue, Limit: core.MaxPageSize})
+		if err != nil {
+			t.Fatalf("ListAllRuns: %v", err)
+		}
+		if !slices.Equal(runIDs(p.Runs), wantRuns) {
+			t.Fatalf("ListAllRuns of the queue = %v, model %v", runIDs(p.Runs), wantRuns)
+		}
+		for _, r := range p.Runs {
+			j := m.byID[r.JobID]
+			open := j.state == core.StateRunning && r.Token == j.token
+			if (r.Status == core.RunRunning) != open || r.Queue != m.queue || r.Task != m.task {
+				t.Fatalf("run %s: status %s queue %s task %s; model: open %v", r.ID, r.Status, r.Queue, r.Task, open)
+			}
+		}
+	}
+	if caps.Search {
+		for _, k := range []string{"k1", "k2"} {
+			got, err := m.e.searcher().FindByIdempotencyKey(m.e.ctx, m.queue, k)
+			if held, ok := m.keys[k]; ok {
+				if err != nil || got.ID != held.id {
+					t.Fatalf("FindByIdempotencyKey(%s) = %s, %v; model %s", k, got.ID, err, held.id)
+				}
+			} else if !errors.Is(err, core.ErrNotFound) {
+				t.Fatalf("FindByIdempotencyKey(%s) = %s, %v; model holds no job", k, got.ID, err)
+			}
+		}
+		got, err := m.e.searcher().CountSearch(m.e.ctx, core.JobSearch{JobFilter: core.JobFilter{Queue: m.queue}, IDPrefix: "0"})
+		if err != nil {
+			t.Fatalf("CountSearch: %v", err)
+		}
+		prefixed := map[core.JobState]int64{}
+		for _, j := range m.jobs {
+			if j.id[0] == '0' {
+				prefixed[j.state]++
+			}
+		}
+		if d := diff(prefixed, nonZero(got)); d != "" {
+			t.Fatalf("CountSearch of the queue: %s", d)
+		}
+	}
+	if caps.Tasks {
+		ts, err := m.e.taskLister().ListTasks(m.e.ctx)
+		if err != nil {
+			t.Fatalf("ListTasks: %v", err)
+		}
+		i := slices.IndexFunc(ts, func(ti core.TaskInfo) bool { return ti.Name == m.task })
+		if (i >= 0) != (len(m.jobs) > 0) {
+			t.Fatalf("ListTasks lists the task: %v; the model has %d jobs", i >= 0, len(m.jobs))
+		}
+		if i >= 0 {
+			if d := diff(nonZero(want), nonZero(ts[i].Counts)); d != "" {
+				t.Fatalf("ListTasks counts of the task: %s", d)
+			}
+		}
+	}
+}
+
 // check compares every job of the model with the backend's listing.
 func (m *model) check(t *rapid.T) {
+	m.checkOps(t)
 	page, err := m.e.b.ListJobs(m.e.ctx, core.JobFilter{Queue: m.queue, Limit: core.MaxPageSize})
 	if err != nil {
 		t.Fatalf("ListJobs: %v", err)

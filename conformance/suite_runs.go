@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -113,10 +114,14 @@ func runsGetNotFound(e *env) {
 		core.RunID(queued.ID, 1),
 		core.RunID(ran.ID, ran.Lease.Token+1),
 		core.RunID(ran.ID, 1<<40),
-		core.RunID("not-an-id", 1),
 	} {
 		_, err := e.runReader().GetRun(e.ctx, id)
 		requireErr(e.t, err, core.ErrNotFound, "GetRun("+id+")")
+	}
+	// A job id that no store makes: not found, or refused as malformed.
+	_, err := e.runReader().GetRun(e.ctx, core.RunID("not-an-id", 1))
+	if !errors.Is(err, core.ErrNotFound) && !errors.Is(err, core.ErrInvalidArgument) {
+		e.t.Fatalf("GetRun of a run of a malformed job id: %v, want ErrNotFound or ErrInvalidArgument", err)
 	}
 }
 

@@ -1,0 +1,234 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// BulkAction names what [Bulk] does to each job it selects.
+type BulkAction string
+
+// The bulk actions.
+const (
+	// BulkCancel cancels queued, running and sleeping jobs, as Cancel does.
+	BulkCancel BulkAction = "cancel"
+	// BulkRetry queues failed and cancelled jobs again, as Retry does.
+	BulkRetry BulkAction = "retry"
+	// BulkDelete deletes jobs, as [JobDeleter.DeleteJob] does; running
+	// jobs only with Force.
+	BulkDelete BulkAction = "delete"
+)
+
+// MaxBulkErrors is the most per-job errors one [BulkResult] reports.
+const MaxBulkErrors = 10
+
+// BulkRequest describes one bounded step of a bulk action.
+type BulkRequest struct {
+	// Action is what to do to each selected job.
+	Action BulkAction `json:"action"`
+	// Search selects the jobs; its Limit and Cursor are ignored (the
+	// request's own are used), and Desc orders the step as in SearchJobs.
+	// States that the action cannot apply to are left out of it: a bulk
+	// retry of every job only visits failed and cancelled ones.
+	Search JobSearch `json:"search"`
+	// Reason is the cancellation reason of BulkCancel.
+	Reason string `json:"reason,omitempty"`
+	// Force lets BulkDelete delete running jobs (cancelling their leases).
+	Force bool `json:"force,omitempty"`
+	// DryRun changes nothing: the step counts every job the action would
+	// visit with one CountSearch and reports Done.
+	DryRun bool `json:"dry_run,omitempty"`
+	// Limit is the most jobs one step visits, in [1, MaxPageSize].
+	Limit int `json:"limit"`
+	// Cursor resumes the action: pass the Next of the previous step.
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// BulkError is the failure of the action on one job.
+type BulkError struct {
+	JobID string `json:"job_id"`
+	Error string `json:"error"`
+}
+
+// BulkResult reports one step of a bulk action.
+type BulkResult struct {
+	// Matched is the number of jobs the step selected; with DryRun, every
+	// job the action would visit now.
+	Matched int64 `json:"matched"`
+	// Counts holds, with DryRun, Matched by state.
+	Counts map[JobState]int64 `json:"counts,omitempty"`
+	// Changed jobs took the action.
+	Changed int `json:"changed"`
+	// Skipped jobs had moved, between the search and the action, to a
+	// state that no longer allows it (a worker finished a job being
+	// cancelled, say), or had been deleted.
+	Skipped int `json:"skipped"`
+	// Failed jobs met another error; Errors holds the first MaxBulkErrors.
+	Failed int         `json:"failed"`
+	Errors []BulkError `json:"errors,omitempty"`
+	// Next is the cursor of the following step; empty when Done.
+	Next string `json:"next,omitempty"`
+	// Done reports that no job is left to visit.
+	Done bool `json:"done"`
+}
+
+// allowed returns the states a's transition applies to (for BulkDelete
+// without force, every state but running).
+func (a BulkAction) allowed(force bool) []JobState {
+	switch a {
+	case BulkCancel:
+		return []JobState{StateQueued, StateRunning, StateSleeping}
+	case BulkRetry:
+		return []JobState{StateFailed, StateCancelled}
+	}
+	if force {
+		return slices.Clone(AllStates)
+	}
+	return []JobState{StateQueued, StateSleeping, StateSucceeded, StateFailed, StateCancelled}
+}
+
+// ValidateBulk checks a bulk request: a known action, a Limit in [1,
+// MaxPageSize], a valid search and, for BulkCancel, a reason of at most
+// MaxNameLength*4 bytes.
+func ValidateBulk(r BulkRequest) error {
+	switch r.Action {
+	case BulkCancel, BulkRetry, BulkDelete:
+	default:
+		return invalid("action", "%q is not one of cancel, retry, delete", r.Action)
+	}
+	if r.Limit < 1 || r.Limit > MaxPageSize {
+		return invalid("limit", "%d is outside [1, %d]", r.Limit, MaxPageSize)
+	}
+	if len(r.Reason) > MaxNameLength*4 {
+		return invalid("reason", "is longer than %d bytes", MaxNameLength*4)
+	}
+	if r.Force && r.Action != BulkDelete {
+		return invalid("force", "applies to delete only")
+	}
+	s := r.Search
+	s.Limit, s.Cursor = 0, r.Cursor
+	return ValidateJobSearch(s)
+}
+
+// Bulk runs one bounded step of a bulk action on b: it reads up to
+// req.Limit jobs matching req.Search from SearchJobs pages, from
+// req.Cursor on, and applies the action to each with b's own per-job call
+// (Cancel, Retry or DeleteJob), each an atomic transition that checks the
+// job's state in the store. Workers may run meanwhile: a job whose state
+// no longer allows the action when its turn comes is counted as Skipped,
+// never forced. Call Bulk again with Next until Done. It returns
+// [ErrUnsupported] when b lacks [JobSearcher] (or [JobDeleter] for
+// BulkDelete), and an error wrapping [ErrInvalidArgument] for an invalid
+// request. When ctx ends mid-step it returns the counts so far, with a
+// Next from which the action resumes (the jobs that already took it are
+// not visited again, since they left the states the action applies to),
+// and ctx's error.
+func Bulk(ctx context.Context, b QueueBackend, req BulkRequest) (BulkResult, error) {
+	if err := ValidateBulk(req); err != nil {
+		return BulkResult{}, err
+	}
+	js, ok := b.(JobSearcher)
+	if !ok {
+		return BulkResult{}, fmt.Errorf("bulk %s needs a searchable backend: %w", req.Action, ErrUnsupported)
+	}
+	jd, canDelete := b.(JobDeleter)
+	if req.Action == BulkDelete && !canDelete {
+		return BulkResult{}, fmt.Errorf("bulk delete needs a backend that deletes jobs: %w", ErrUnsupported)
+	}
+	s := req.Search
+	s.States = narrowStates(s.States, req.Action.allowed(req.Force))
+	if len(s.States) == 0 {
+		return BulkResult{Done: true}, nil // no selected state allows the action
+	}
+	if req.DryRun {
+		counts, err := js.CountSearch(ctx, s)
+		if err != nil {
+			return BulkResult{}, err
+		}
+		res := BulkResult{Counts: map[JobState]int64{}, Done: true}
+		for st, n := range counts {
+			if n != 0 {
+				res.Counts[st] = n
+				res.Matched += n
+			}
+		}
+		return res, nil
+	}
+
+	var res BulkResult
+	s.Cursor = req.Cursor
+	for int(res.Matched) < req.Limit {
+		// A cursor is opaque: a step that stops inside a page resumes from
+		// the page's start. The jobs of it that took the action no longer
+		// match the narrowed states, so they are not visited again.
+		start := s.Cursor
+		s.Limit = req.Limit - int(res.Matched)
+		page, err := js.SearchJobs(ctx, s)
+		if err != nil {
+			res.Next = start
+			return res, err
+		}
+		for _, j := range page.Jobs {
+			if err := ctx.Err(); err != nil {
+				res.Next = start
+				return res, err
+			}
+			err := applyBulk(ctx, b, jd, req, j.ID)
+			switch {
+			case err == nil:
+				res.Changed++
+			case errors.Is(err, ErrInvalidState) || errors.Is(err, ErrNotFound):
+				res.Skipped++
+			case errors.Is(err, ErrUnsupported) || errors.Is(err, ErrClosed) || ctx.Err() != nil:
+				res.Next = start
+				return res, err
+			default:
+				res.Failed++
+				if len(res.Errors) < MaxBulkErrors {
+					res.Errors = append(res.Errors, BulkError{JobID: j.ID, Error: err.Error()})
+				}
+			}
+			res.Matched++
+		}
+		if page.Next == "" {
+			res.Done = true
+			return res, nil
+		}
+		s.Cursor = page.Next
+		if len(page.Jobs) == 0 {
+			break // a page without jobs: let the caller come back
+		}
+	}
+	res.Next = s.Cursor
+	return res, nil
+}
+
+// applyBulk applies req's action to one job.
+func applyBulk(ctx context.Context, b QueueBackend, jd JobDeleter, req BulkRequest, id string) error {
+	switch req.Action {
+	case BulkCancel:
+		_, err := b.Cancel(ctx, id, req.Reason)
+		return err
+	case BulkRetry:
+		_, err := b.Retry(ctx, id)
+		return err
+	}
+	return jd.DeleteJob(ctx, id, req.Force)
+}
+
+// narrowStates returns the states of want that allowed holds; all of
+// allowed when want is empty.
+func narrowStates(want, allowed []JobState) []JobState {
+	if len(want) == 0 {
+		return allowed
+	}
+	var out []JobState
+	for _, s := range want {
+		if slices.Contains(allowed, s) && !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
