@@ -2,13 +2,11 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"time"
 
-	"github.com/boson-go/boson/cmd/internal/store"
 	"github.com/boson-go/boson/core"
 )
 
@@ -39,7 +37,9 @@ filter would match every job and is refused unless --all says so.
 
 --dry-run only counts the jobs the action would change. A progress line goes
 to stderr (--no-progress: none); the summary goes to stdout (--json: one
-object with op, matched, changed, skipped and cursor). When it stops early
+object with op, matched, changed, skipped, failed, errors and cursor). A job
+that fails for another reason is counted, and the command exits with the
+first such error after visiting the rest. When it stops early
 (an error, a timeout, an interrupt) it names the cursor: pass it as --cursor
 to resume where it stopped. Needs a store that offers search (and deletion
 for delete); others exit 6.`,
@@ -71,6 +71,10 @@ type bulkOut struct {
 	// or claimed them) and were left alone.
 	Changed int64 `json:"changed"`
 	Skipped int64 `json:"skipped"`
+	// Failed counts the jobs the action failed on for another reason;
+	// Errors holds the first of those errors.
+	Failed int64            `json:"failed"`
+	Errors []core.BulkError `json:"errors,omitempty"`
 	// Cursor is where to resume; empty once every match was visited.
 	Cursor string `json:"cursor,omitempty"`
 	Done   bool   `json:"done"`
@@ -82,94 +86,80 @@ func runBulk(ctx context.Context, c *call) error {
 	if len(c.args) != 1 {
 		return usagef("bulk takes one action: cancel, retry or delete")
 	}
-	op := c.args[0]
-	if op != "cancel" && op != "retry" && op != "delete" {
-		return usagef("unknown bulk action %q; want cancel, retry or delete", op)
+	req := core.BulkRequest{Action: core.BulkAction(c.args[0]), Reason: f.reason, Force: f.force, Limit: f.batch, Cursor: f.cursor}
+	switch req.Action {
+	case core.BulkCancel, core.BulkRetry, core.BulkDelete:
+	default:
+		return usagef("unknown bulk action %q; want cancel, retry or delete", req.Action)
 	}
 	if f.batch < 1 || f.batch > core.MaxPageSize {
 		return usagef("--batch %d is outside [1, %d]", f.batch, core.MaxPageSize)
 	}
-	if f.force && op != "delete" {
+	if f.force && req.Action != core.BulkDelete {
 		return usagef("--force applies to delete only")
 	}
-	s, err := f.search(time.Now())
-	if err != nil {
+	var err error
+	if req.Search, err = f.search(time.Now()); err != nil {
 		return err
 	}
-	if matchesAll(s) && !f.all {
+	if matchesAll(req.Search) && !f.all {
 		return usagef("the filter matches every job; narrow it or pass --all")
 	}
-	if f.cursor != "" {
-		if err := core.ValidateName("cursor", f.cursor); err != nil {
-			return err
-		}
+	if err := core.ValidateBulk(req); err != nil {
+		return err
 	}
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
-	st, err := c.open(ctx)
+	_, st, err := openCapability[core.JobSearcher](ctx, c, "job search, which bulk actions need")
 	if err != nil {
 		return err
 	}
-	b, err := newBulker(st, op, f.force, f.reason)
-	if err != nil {
-		return err
-	}
-	s, none := narrowStates(s, b.applies)
-	out := bulkOut{Op: op, DryRun: f.dryRun}
-	var total int64
-	if !none {
-		counts, err := b.js.CountSearch(ctx, s)
-		if err != nil {
+	if req.Action == core.BulkDelete {
+		if _, err := capability[core.JobDeleter](st, "job deletion"); err != nil {
 			return err
 		}
-		for _, n := range counts {
-			total += n
-		}
 	}
-	if f.dryRun || none {
-		out.Matched, out.Done = total, true
+	dry := req
+	dry.DryRun, dry.Cursor = true, ""
+	pre, err := core.Bulk(ctx, st.Backend, dry)
+	if err != nil {
+		return err
+	}
+	out := bulkOut{Op: string(req.Action), DryRun: f.dryRun}
+	if f.dryRun {
+		out.Matched, out.Done = pre.Matched, true
 		return c.bulkSummary(out, nil)
 	}
-	var prog io.Writer
-	if !f.noProgress {
-		prog = c.env.Stderr
-	}
-	s.Limit, s.Cursor = f.batch, f.cursor
-	last := time.Time{}
+	p := c.progress(!f.noProgress)
 	for {
-		step, err := b.step(ctx, s)
-		out.Matched += int64(step.visited)
-		out.Changed += int64(step.changed)
-		out.Skipped += int64(step.skipped)
-		if step.last != "" {
-			out.Cursor = step.last
+		res, err := core.Bulk(ctx, st.Backend, req)
+		out.Matched += res.Matched
+		out.Changed += int64(res.Changed)
+		out.Skipped += int64(res.Skipped)
+		out.Failed += int64(res.Failed)
+		out.Errors = append(out.Errors, res.Errors...)
+		out.Cursor = res.Next
+		if err == nil && !res.Done && res.Next == "" {
+			err = fmt.Errorf("bulk %s: the store gave no cursor to continue from", req.Action)
 		}
 		if err != nil {
-			if out.Cursor == "" {
-				out.Cursor = s.Cursor
-			}
-			if prog != nil {
-				fmt.Fprintln(prog)
-			}
+			p.end()
 			return c.bulkSummary(out, err)
 		}
-		done := step.next == ""
-		if prog != nil && (done || time.Since(last) >= 200*time.Millisecond) {
-			last = time.Now()
-			sep := "\n"
-			if c.env.Interactive {
-				sep = "\r"
+		p.line(res.Done, "bulk %s: %d of about %d visited, %d changed, %d skipped", req.Action, out.Matched, max(pre.Matched, out.Matched), out.Changed, out.Skipped)
+		if res.Done {
+			p.end()
+			out.Done = true
+			if len(out.Errors) > core.MaxBulkErrors {
+				out.Errors = out.Errors[:core.MaxBulkErrors]
 			}
-			fmt.Fprintf(prog, "%sbulk %s: %d of about %d visited, %d changed, %d skipped", sep, op, out.Matched, max(total, out.Matched), out.Changed, out.Skipped)
-		}
-		if done {
-			if prog != nil {
-				fmt.Fprintln(prog)
+			var ferr error
+			if out.Failed > 0 {
+				ferr = fmt.Errorf("%d jobs failed, the first: %s: %s", out.Failed, out.Errors[0].JobID, out.Errors[0].Error)
 			}
-			out.Cursor, out.Done = "", true
-			return c.bulkSummary(out, nil)
+			return c.bulkSummary(out, ferr)
 		}
-		s.Cursor = step.next
+		req.Cursor = res.Next
 	}
 }
 
@@ -188,7 +178,7 @@ func (c *call) bulkSummary(out bulkOut, err error) error {
 		case out.DryRun:
 			c.printf("would %s %d jobs (dry run)\n", out.Op, out.Matched)
 		default:
-			c.printf("%s: %d changed, %d skipped of %d matched\n", out.Op, out.Changed, out.Skipped, out.Matched)
+			c.printf("%s: %d changed, %d skipped, %d failed of %d matched\n", out.Op, out.Changed, out.Skipped, out.Failed, out.Matched)
 		}
 	}
 	if err != nil && out.Cursor != "" {
@@ -197,94 +187,42 @@ func (c *call) bulkSummary(out bulkOut, err error) error {
 	return err
 }
 
-// bulker applies one bulk action through the store's capabilities.
-type bulker struct {
-	b       core.QueueBackend
-	js      core.JobSearcher
-	del     core.JobDeleter
-	op      string
-	force   bool
-	reason  string
-	applies []core.JobState
+// progressLine draws a progress line on stderr: redrawn in place on a
+// terminal, a new line at most every 200 ms otherwise.
+type progressLine struct {
+	w        io.Writer
+	terminal bool
+	last     time.Time
+	drawn    bool
 }
 
-func newBulker(st *store.Store, op string, force bool, reason string) (*bulker, error) {
-	js, err := capability[core.JobSearcher](st, "job search, which bulk actions need")
-	if err != nil {
-		return nil, err
+func (c *call) progress(on bool) *progressLine {
+	p := &progressLine{terminal: c.env.Interactive}
+	if on {
+		p.w = c.env.Stderr
 	}
-	b := &bulker{b: st.Backend, js: js, op: op, force: force, reason: reason}
-	switch op {
-	case "cancel":
-		b.applies = []core.JobState{core.StateQueued, core.StateSleeping, core.StateRunning}
-	case "retry":
-		b.applies = []core.JobState{core.StateFailed, core.StateCancelled}
-	case "delete":
-		if b.del, err = capability[core.JobDeleter](st, "job deletion"); err != nil {
-			return nil, err
-		}
-		b.applies = []core.JobState{core.StateQueued, core.StateSleeping, core.StateSucceeded, core.StateFailed, core.StateCancelled}
-		if force {
-			b.applies = append(b.applies, core.StateRunning)
-		}
-	}
-	return b, nil
+	return p
 }
 
-// narrowStates restricts s to the states in applies; none reports that
-// no state is left, so that nothing can match.
-func narrowStates(s core.JobSearch, applies []core.JobState) (out core.JobSearch, none bool) {
-	if len(s.States) == 0 {
-		s.States = append([]core.JobState(nil), applies...)
-		return s, false
+// line draws the progress; force draws it even within 200 ms of the last.
+func (p *progressLine) line(force bool, format string, args ...any) {
+	if p.w == nil || !force && time.Since(p.last) < 200*time.Millisecond {
+		return
 	}
-	var keep []core.JobState
-	for _, st := range s.States {
-		for _, a := range applies {
-			if st == a {
-				keep = append(keep, st)
-				break
-			}
-		}
+	p.last = time.Now()
+	if p.terminal {
+		fmt.Fprint(p.w, "\r\033[K")
+	} else if p.drawn {
+		fmt.Fprintln(p.w)
 	}
-	s.States = keep
-	return s, len(keep) == 0
+	fmt.Fprintf(p.w, format, args...)
+	p.drawn = true
 }
 
-type bulkStep struct {
-	visited, changed, skipped int
-	// last is the id of the last job handled; next the cursor of the
-	// following page, empty on the last one.
-	last, next string
-}
-
-// step handles one page of s.
-func (b *bulker) step(ctx context.Context, s core.JobSearch) (bulkStep, error) {
-	var out bulkStep
-	page, err := b.js.SearchJobs(ctx, s)
-	if err != nil {
-		return out, err
+// end finishes the line.
+func (p *progressLine) end() {
+	if p.w != nil && p.drawn {
+		fmt.Fprintln(p.w)
+		p.drawn = false
 	}
-	out.next = page.Next
-	for _, j := range page.Jobs {
-		switch b.op {
-		case "cancel":
-			_, err = b.b.Cancel(ctx, j.ID, b.reason)
-		case "retry":
-			_, err = b.b.Retry(ctx, j.ID)
-		case "delete":
-			err = b.del.DeleteJob(ctx, j.ID, b.force)
-		}
-		switch {
-		case err == nil:
-			out.changed++
-		case errors.Is(err, core.ErrInvalidState), errors.Is(err, core.ErrNotFound):
-			out.skipped++
-		default:
-			return out, fmt.Errorf("%s %s: %w", b.op, j.ID, err)
-		}
-		out.visited++
-		out.last = j.ID
-	}
-	return out, nil
 }

@@ -99,28 +99,22 @@ func runDeleteQueue(ctx context.Context, c *call) error {
 		return usagef("delete-queue would delete queue %q with its %d jobs; pass --yes to do it", queue, total)
 	}
 	out := deleteQueueOut{Queue: queue}
+	p := c.progress(!f.noProgress)
 	for !out.Done {
 		res, err := del.DeleteQueue(ctx, req)
 		out.Deleted += int64(res.Deleted)
 		out.Done = res.Done
 		if err != nil {
+			p.end()
 			out.Error = err.Error()
 			if c.jsonOut {
 				_ = c.printJSON(out)
 			}
 			return fmt.Errorf("after deleting %d jobs: %w", out.Deleted, err)
 		}
-		if !f.noProgress {
-			sep := "\n"
-			if c.env.Interactive {
-				sep = "\r"
-			}
-			fmt.Fprintf(c.env.Stderr, "%sdelete-queue %s: %d of about %d jobs deleted", sep, queue, out.Deleted, max(total, out.Deleted))
-		}
+		p.line(out.Done, "delete-queue %s: %d of about %d jobs deleted", queue, out.Deleted, max(total, out.Deleted))
 	}
-	if !f.noProgress {
-		fmt.Fprintln(c.env.Stderr)
-	}
+	p.end()
 	if c.jsonOut {
 		return c.printJSON(out)
 	}

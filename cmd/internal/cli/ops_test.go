@@ -324,7 +324,7 @@ func bulkCommand(t *testing.T, o opsTarget) {
 
 	// Cancel by header within one queue, resuming from a cursor.
 	r = o.must(t, ExitOK, "bulk", "cancel", "--queue", "bulk", "--header", "tenant=acme", "--cursor", acme[9], "--reason", "tenant gone", "--no-progress")
-	if !strings.Contains(r.stdout, "cancel: 20 changed, 0 skipped of 20 matched") || r.stderr != "" {
+	if !strings.Contains(r.stdout, "cancel: 20 changed, 0 skipped, 0 failed of 20 matched") || r.stderr != "" {
 		t.Fatalf("bulk cancel from a cursor: %q %q", r.stdout, r.stderr)
 	}
 	if j, _ := o.be.GetJob(context.Background(), acme[9]); j.State != core.StateQueued {
