@@ -45,7 +45,7 @@ func (h *Handler) uiQueues(w http.ResponseWriter, r *http.Request, _ params) {
 
 // jobsData is what the job list page shows.
 type jobsData struct {
-	Filter core.JobFilter
+	Filter core.JobSearch
 	State  string
 	Order  string
 	Jobs   []core.Job
@@ -72,7 +72,7 @@ func (h *Handler) uiJobs(w http.ResponseWriter, r *http.Request, _ params) {
 		h.renderError(w, r, err)
 		return
 	}
-	page, err := h.st.listJobs(r.Context(), f)
+	page, err := h.st.jobPage(r.Context(), f)
 	if err != nil {
 		h.renderError(w, r, err)
 		return
