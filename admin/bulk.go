@@ -132,37 +132,48 @@ func bulkAction(p params) (string, error) {
 
 func strconvQuote(s string) string { return strconv.Quote(shorten(s, 64)) }
 
-// bulk previews or confirms a bulk action from a JSON body. A confirm
-// must carry the previewed count (and confirm_all for a filter that
-// matches every job); it is refused with 409 when the filter now matches
-// more jobs than were confirmed, and it visits at most that many.
+// bulk previews or confirms a bulk action from a JSON body.
 func (h *Handler) bulk(r *http.Request, action string, body []byte, preview bool) (bulkView, error) {
 	req, b, err := parseBulk(body, action)
 	if err != nil {
 		return bulkView{}, err
 	}
+	if preview {
+		return h.bulkPreview(r, req)
+	}
+	return h.bulkConfirm(r, req, b.ConfirmCount, b.ConfirmAll)
+}
+
+// bulkPreview counts what req would change.
+func (h *Handler) bulkPreview(r *http.Request, req core.BulkRequest) (bulkView, error) {
+	pre, err := h.st.bulkPreview(r.Context(), req)
+	return toBulkView(req, pre, true), err
+}
+
+// bulkConfirm applies req. It must carry the previewed count (and
+// confirmAll for a filter that matches every job); it is refused with 409
+// when the filter now matches more jobs than were confirmed, and it visits
+// at most that many.
+func (h *Handler) bulkConfirm(r *http.Request, req core.BulkRequest, confirmCount *int64, confirmAll bool) (bulkView, error) {
+	if confirmCount == nil {
+		return bulkView{}, invalidf("confirm_count", "is required: preview the action first and confirm with the count it showed")
+	}
+	if matchesAll(req.Search) && !confirmAll {
+		return bulkView{}, invalidf("confirm_all", "the filter matches every job; set confirm_all to act on all of them")
+	}
 	pre, err := h.st.bulkPreview(r.Context(), req)
 	if err != nil {
 		return bulkView{}, err
 	}
-	if preview {
-		return toBulkView(req, pre, true), nil
-	}
-	if b.ConfirmCount == nil {
-		return bulkView{}, invalidf("confirm_count", "is required: preview the action first and confirm with the count it showed")
-	}
-	if matchesAll(req.Search) && !b.ConfirmAll {
-		return bulkView{}, invalidf("confirm_all", "the filter matches every job; set confirm_all to act on all of them")
-	}
-	if pre.Matched > *b.ConfirmCount {
-		return bulkView{}, errorf(http.StatusConflict, "count_changed", fmt.Sprintf("the filter now matches %d jobs, more than the %d confirmed; preview again", pre.Matched, *b.ConfirmCount))
+	if pre.Matched > *confirmCount {
+		return bulkView{}, errorf(http.StatusConflict, "count_changed", fmt.Sprintf("the filter now matches %d jobs, more than the %d confirmed; preview again", pre.Matched, *confirmCount))
 	}
 	if pre.Matched == 0 {
 		return toBulkView(req, core.BulkResult{Done: true}, false), nil
 	}
-	res, err := h.st.bulkRun(r.Context(), req, *b.ConfirmCount, bulkBudget)
+	res, err := h.st.bulkRun(r.Context(), req, *confirmCount, bulkBudget)
 	if err == nil {
-		h.log.InfoContext(r.Context(), "admin: bulk action", "action", action, "changed", res.Changed, "skipped", res.Skipped, "failed", res.Failed, "done", res.Done)
+		h.log.InfoContext(r.Context(), "admin: bulk action", "action", req.Action, "changed", res.Changed, "skipped", res.Skipped, "failed", res.Failed, "done", res.Done)
 	}
 	return toBulkView(req, res, false), err
 }

@@ -26,7 +26,7 @@ type pages struct {
 	byName map[string]*template.Template
 }
 
-var pageNames = []string{"queues", "jobs", "job", "tasks", "error", "login"}
+var pageNames = []string{"queues", "queue", "jobs", "job", "tasks", "runs", "failed", "confirm", "enqueue", "error", "login"}
 
 // maxShownBytes bounds how much of a payload, result or error a page shows.
 const maxShownBytes = 64 << 10
@@ -153,7 +153,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("X-Frame-Options", "DENY")
 	hd.Set("Referrer-Policy", "same-origin")
-	hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	hd.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
 }

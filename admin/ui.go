@@ -24,6 +24,7 @@ func (h *Handler) uiRoutes() []route {
 		ui("POST", "/queues/{queue}/pause", PermAdmin, h.uiPause),
 		ui("POST", "/queues/{queue}/resume", PermAdmin, h.uiResume),
 	}
+	rs = append(rs, h.opsUIRoutes(ui)...)
 	if h.opts.Auth.mode == authTokens {
 		rs = append(rs,
 			ui("GET", "/login", PermNone, h.uiLoginForm),
