@@ -118,8 +118,8 @@ func (e *env) putQueueConfig(c core.QueueConfig) {
 
 // pageAll follows a listing from its first page to its last: fetch
 // returns the page after cursor and its Next. between, when not nil, runs
-// after each page but the last.
-func pageAll[T any](e *env, what string, fetch func(cursor string) ([]T, string), between func(page int)) []T {
+// after each page but the last, with the cursor of the next page.
+func pageAll[T any](e *env, what string, fetch func(cursor string) ([]T, string), between func(page int, cursor string)) []T {
 	e.t.Helper()
 	var out []T
 	cursor := ""
@@ -134,7 +134,7 @@ func pageAll[T any](e *env, what string, fetch func(cursor string) ([]T, string)
 		}
 		cursor = next
 		if between != nil {
-			between(page)
+			between(page, cursor)
 		}
 	}
 }

@@ -26,11 +26,17 @@ func testRuns(t *testing.T, h Harness) {
 		"ListFiltersDescending":    func(e *env) { runsListFilters(e, true) },
 		"Count":                    runsCount,
 		"TokenOrder":               runsTokenOrder,
-		"PaginationWhileRunsAdded": func(e *env) { runsPaginationChanging(e, false) },
-		"PaginationDescending":     func(e *env) { runsPaginationChanging(e, true) },
-		"DefaultPageSize":          runsDefaultPage,
-		"InvalidFilter":            runsInvalidFilter,
-		"GoneWithCleanup":          runsCleanup,
+		"PaginationWhileRunsAdded": func(e *env) { runsPaginationChanging(e, core.RunFilter{Limit: 4}) },
+		"PaginationDescending":     func(e *env) { runsPaginationChanging(e, core.RunFilter{Limit: 4, Desc: true}) },
+		"PaginationByStatus": func(e *env) {
+			runsPaginationChanging(e, core.RunFilter{Limit: 3, Statuses: []core.RunStatus{core.RunSucceeded, core.RunFailed}})
+		},
+		"PaginationByStatusDescending": func(e *env) {
+			runsPaginationChanging(e, core.RunFilter{Limit: 3, Desc: true, Statuses: []core.RunStatus{core.RunSucceeded, core.RunFailed}})
+		},
+		"DefaultPageSize": runsDefaultPage,
+		"InvalidFilter":   runsInvalidFilter,
+		"GoneWithCleanup": runsCleanup,
 	})
 }
 
@@ -58,7 +64,7 @@ func (e *env) listRunPage(f core.RunFilter) core.RunPage {
 
 // listAllRuns follows ListAllRuns from f to the last page. between, when
 // not nil, runs after each page but the last.
-func (e *env) listAllRuns(f core.RunFilter, between func(page int)) []core.Run {
+func (e *env) listAllRuns(f core.RunFilter, between func(page int, cursor string)) []core.Run {
 	e.t.Helper()
 	return pageAll(e, "ListAllRuns", func(cursor string) ([]core.Run, string) {
 		f.Cursor = cursor
@@ -292,31 +298,49 @@ func runsTokenOrder(e *env) {
 	requireEq(e.t, strings.Join(runIDs(p.Runs), " "), strings.Join([]string{core.RunID(first.ID, 3), core.RunID(first.ID, 4), core.RunID(first.ID, 5)}, " "), "a job's runs after token 2")
 }
 
-// runsPaginationChanging pages through runs while runs end, jobs are
-// claimed again and new jobs run: every run that existed when the listing
-// began appears exactly once, in order, and no run appears twice.
-func runsPaginationChanging(e *env, desc bool) {
-	e.enqueueN("q", "t", 30)
-	c := e.claim("q", 20)
-	for _, j := range c[:8] {
-		e.complete(j.Lease, nil)
+// runsPaginationChanging pages through the runs that f selects over two
+// queues while open runs end, jobs are claimed again, new jobs run and
+// (where the harness declares Delete) the job under the cursor is deleted:
+// every run that matched when the listing began, and whose job still
+// exists, appears exactly once, in order, and no run appears twice.
+func runsPaginationChanging(e *env, f core.RunFilter) {
+	var c []core.Job
+	for _, q := range []string{"qa", "qb"} {
+		e.enqueueN(q, "t", 15)
+		e.advance(time.Millisecond)
 	}
-	for _, j := range c[8:12] {
-		e.fail(core.Failure{Lease: j.Lease, Error: "retry"})
+	for _, q := range []string{"qa", "qb"} {
+		got := e.claim(q, 10)
+		for _, j := range got[:4] {
+			e.complete(j.Lease, nil)
+		}
+		for _, j := range got[4:6] {
+			e.fail(core.Failure{Lease: j.Lease, Error: "retry"})
+		}
+		c = append(c, got[6:]...)
 	}
-	running := c[12:]
-	initial := runIDs(e.everyRun(e.allJobs()))
-	requireEq(e.t, len(initial), 20, "runs before the listing")
-	got := e.listAllRuns(core.RunFilter{Limit: 4, Desc: desc}, func(page int) {
+	running := c
+	initial := runIDs(filterRuns(e.everyRun(e.allJobs()), f))
+	if len(initial) < 8 {
+		e.t.Fatalf("fixture: %d runs match %+v, want at least 8", len(initial), f)
+	}
+	deleted := map[string]bool{}
+	got := e.listAllRuns(f, func(page int, cursor string) {
 		e.advance(time.Second)
-		if page < len(running) { // an open run ends, and its job runs again
+		if page < len(running) && !deleted[running[page].ID] { // an open run ends, and its job runs again
 			e.fail(core.Failure{Lease: running[page].Lease, Error: "again"})
 		}
-		e.enqueueN("q", "t", 2)
-		for _, j := range e.claim("q", 3) {
-			if j.Attempt%2 == 0 {
-				e.complete(j.Lease, nil)
+		for _, q := range []string{"qa", "qb"} {
+			e.enqueueN(q, "t", 1)
+			for _, j := range e.claim(q, 2) {
+				if j.Attempt%2 == 0 {
+					e.complete(j.Lease, nil)
+				}
 			}
+		}
+		if id, _, err := core.ParseRunID(cursor); err == nil && e.h.Capabilities.Delete && page%2 == 1 {
+			e.deleteJob(id, true)
+			deleted[id] = true
 		}
 	})
 	ids := runIDs(got)
@@ -326,13 +350,17 @@ func runsPaginationChanging(e *env, desc bool) {
 		if seen[r.ID] > 1 {
 			e.t.Fatalf("run %s listed twice", r.ID)
 		}
-		if i > 0 && (runLess(got[i-1], r) >= 0) != desc {
+		if i > 0 && (runLess(got[i-1], r) >= 0) != f.Desc {
 			e.t.Fatalf("runs out of order: %s then %s", got[i-1].ID, r.ID)
+		}
+		if !f.Matches(r) {
+			e.t.Fatalf("run %+v listed for %+v", r, f)
 		}
 	}
 	for _, id := range initial {
-		if seen[id] != 1 {
-			e.t.Fatalf("run %s existed when the listing began but was listed %d times; listed %v", id, seen[id], ids)
+		job, _, _ := core.ParseRunID(id)
+		if seen[id] != 1 && !deleted[job] {
+			e.t.Fatalf("run %s matched when the listing began but was listed %d times; listed %v", id, seen[id], ids)
 		}
 	}
 }

@@ -18,14 +18,24 @@ func testSearch(t *testing.T, h Harness) {
 		return
 	}
 	cases(t, h, map[string]func(e *env){
-		"Filters":                     func(e *env) { searchFilters(e, false) },
-		"FiltersDescending":           func(e *env) { searchFilters(e, true) },
-		"Count":                       searchCount,
-		"PaginationWhileStatesChange": searchPaginationChanging,
-		"InvalidSearch":               searchInvalid,
-		"FindByKey":                   searchFindByKey,
-		"FindByKeyAfterCleanup":       searchFindByKeyCleanup,
-		"FindByKeyInvalid":            searchFindByKeyInvalid,
+		"Filters":           func(e *env) { searchFilters(e, false) },
+		"FiltersDescending": func(e *env) { searchFilters(e, true) },
+		"Count":             searchCount,
+		"PaginationWhileStatesChange": func(e *env) {
+			searchPaginationChanging(e, core.JobSearch{HeaderKey: "tenant", HeaderValue: "a", JobFilter: core.JobFilter{Limit: 6}})
+		},
+		"PaginationByStateDescending": func(e *env) {
+			searchPaginationChanging(e, core.JobSearch{HeaderKey: "tenant", JobFilter: core.JobFilter{
+				Limit: 5, Desc: true, States: []core.JobState{core.StateQueued, core.StateFailed}}})
+		},
+		"PaginationByState": func(e *env) {
+			searchPaginationChanging(e, core.JobSearch{IDPrefix: "0", JobFilter: core.JobFilter{
+				Limit: 4, States: []core.JobState{core.StateQueued, core.StateFailed}}})
+		},
+		"InvalidSearch":         searchInvalid,
+		"FindByKey":             searchFindByKey,
+		"FindByKeyAfterCleanup": searchFindByKeyCleanup,
+		"FindByKeyInvalid":      searchFindByKeyInvalid,
 	})
 }
 
@@ -44,7 +54,7 @@ func (e *env) searchPage(s core.JobSearch) core.JobPage {
 
 // searchAll follows SearchJobs from s to the last page; between, when not
 // nil, runs after each page but the last.
-func (e *env) searchAll(s core.JobSearch, between func(page int)) []core.Job {
+func (e *env) searchAll(s core.JobSearch, between func(page int, cursor string)) []core.Job {
 	e.t.Helper()
 	return pageAll(e, "SearchJobs", func(cursor string) ([]core.Job, string) {
 		s.Cursor = cursor
@@ -204,29 +214,50 @@ func searchCount(e *env) {
 	}
 }
 
-// searchPaginationChanging pages through a header search while matching
-// jobs change state and new ones arrive: every job that matched when the
-// search began, and still does, appears exactly once.
-func searchPaginationChanging(e *env) {
-	for i := range 50 {
-		r := req("q", "t")
-		r.Headers = map[string]string{"tenant": []string{"a", "a", "a", "a", "b"}[i%5]}
+// searchPaginationChanging pages through search s over two queues while
+// matching jobs are claimed and finish, new ones arrive and (where the
+// harness declares Delete) the job under the cursor is deleted: every job
+// that matched when the search began and was left alone appears exactly
+// once, in order, and no job appears twice or unmatched.
+func searchPaginationChanging(e *env, s core.JobSearch) {
+	tenant := func(i int) map[string]string {
+		return map[string]string{"tenant": []string{"a", "a", "a", "a", "b"}[i%5]}
+	}
+	for i := range 60 {
+		r := req([]string{"qa", "qb"}[i%2], "t")
+		r.Headers = tenant(i)
 		e.enqueue(r)
 	}
-	s := core.JobSearch{HeaderKey: "tenant", HeaderValue: "a", JobFilter: core.JobFilter{Limit: 6}}
-	initial := ids(searchMatches(e.allJobs(), s))
-	requireEq(e.t, len(initial), 40, "jobs that match before the search")
-	got := e.searchAll(s, func(page int) {
-		for _, j := range e.claim("q", 3) {
-			if page%2 == 0 {
-				e.complete(j.Lease, nil)
-			} else {
-				e.fail(core.Failure{Lease: j.Lease, Error: "x", Terminal: true})
-			}
+	for _, q := range []string{"qa", "qb"} { // some failed jobs to start with
+		for _, j := range e.claim(q, 3) {
+			e.fail(core.Failure{Lease: j.Lease, Error: "x", Terminal: true})
 		}
-		r := req("q", "t")
-		r.Headers = map[string]string{"tenant": "a"}
-		e.enqueue(r)
+	}
+	initial := ids(searchMatches(e.allJobs(), s))
+	if len(initial) < 20 {
+		e.t.Fatalf("fixture: %d jobs match %+v, want at least 20", len(initial), s)
+	}
+	touched := map[string]bool{}
+	n := 60
+	got := e.searchAll(s, func(page int, cursor string) {
+		for _, q := range []string{"qa", "qb"} {
+			for _, j := range e.claim(q, 2) {
+				touched[j.ID] = true
+				if page%2 == 0 {
+					e.complete(j.Lease, nil)
+				} else {
+					e.fail(core.Failure{Lease: j.Lease, Error: "x", Terminal: true})
+				}
+			}
+			r := req(q, "t")
+			r.Headers = tenant(n)
+			n++
+			e.enqueue(r)
+		}
+		if e.h.Capabilities.Delete && page%3 == 1 {
+			e.deleteJob(cursor, true)
+			touched[cursor] = true
+		}
 		e.advance(time.Second)
 	})
 	seen := map[string]int{}
@@ -234,15 +265,15 @@ func searchPaginationChanging(e *env) {
 		if seen[j.ID]++; seen[j.ID] > 1 {
 			e.t.Fatalf("job %s listed twice", j.ID)
 		}
-		if i > 0 && got[i-1].ID >= j.ID {
+		if i > 0 && (got[i-1].ID >= j.ID) != s.Desc {
 			e.t.Fatalf("jobs out of order: %s then %s", got[i-1].ID, j.ID)
 		}
-		if j.Headers["tenant"] != "a" {
-			e.t.Fatalf("job %s with headers %v matched tenant=a", j.ID, j.Headers)
+		if !s.Matches(j) {
+			e.t.Fatalf("job %s (%s, headers %v) listed for %+v", j.ID, j.State, j.Headers, s)
 		}
 	}
 	for _, id := range initial {
-		if seen[id] != 1 {
+		if seen[id] != 1 && !touched[id] {
 			e.t.Fatalf("job %s matched throughout but was listed %d times", id, seen[id])
 		}
 	}

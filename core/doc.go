@@ -35,6 +35,16 @@
 // every decision uses it, which lets the conformance suite move time forward
 // without sleeping. Times are kept with at least millisecond precision.
 //
+// # Operations capabilities
+//
+// Reading runs across jobs ([RunReader]), searching jobs by header, id and
+// time ([JobSearcher]), naming tasks ([TaskLister]) and deleting jobs and
+// queues ([JobDeleter]) are optional interfaces beside [QueueBackend], so
+// that an adapter written before them keeps working; callers test for them
+// and report [ErrUnsupported]. [Bulk] builds cancel, retry and delete by
+// filter on them, one bounded step at a time, from each store's own
+// per-job transitions, so it is safe while workers run.
+//
 // # Writing an adapter
 //
 // Implement [QueueBackend], call [PrepareJobs] from Enqueue so that validation,
