@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/boson-go/boson/core"
@@ -48,47 +49,88 @@ type activityView struct {
 	Depth   []depthView  `json:"depth"`
 }
 
+// activityWorkers bounds the counts one activity request runs at once.
+const activityWorkers = 8
+
 // activity reads queue's activity over the hour that ends with the
-// current minute.
+// current minute: two counts a minute and two a depth sample, run
+// activityWorkers at a time.
 func (h *Handler) activity(ctx context.Context, queue string) (activityView, error) {
 	now := core.ClockOrSystem(h.opts.Clock).Now().UTC()
 	to := now.Truncate(time.Minute).Add(time.Minute)
 	from := to.Add(-activityMinutes * time.Minute)
-	v := activityView{Queue: queue, From: from, To: to, Minutes: make([]minuteView, 0, activityMinutes)}
-	for t := from; t.Before(to); t = t.Add(time.Minute) {
-		end := t.Add(time.Minute)
-		done, err := h.st.countSearch(ctx, core.JobSearch{JobFilter: core.JobFilter{Queue: queue}, Finished: core.TimeRange{From: t, To: end}})
-		if err != nil {
-			return v, err
-		}
-		runs, err := h.st.countRuns(ctx, core.RunFilter{Queue: queue, Statuses: []core.RunStatus{core.RunFailed}, Since: t, Before: end})
-		if err != nil {
-			return v, err
-		}
-		m := minuteView{Start: t, Completed: done[core.StateSucceeded], Failed: done[core.StateFailed]}
-		m.Retried = max(runs[core.RunFailed]-m.Failed, 0)
-		v.Minutes = append(v.Minutes, m)
+	v := activityView{Queue: queue, From: from, To: to, Minutes: make([]minuteView, activityMinutes)}
+	for at := from; at.Before(now); at = at.Add(depthStep) {
+		v.Depth = append(v.Depth, depthView{At: at})
 	}
+	v.Depth = append(v.Depth, depthView{At: now})
+	failedRuns := make([]int64, len(v.Minutes))
+	open := make([]int64, len(v.Depth))
 	active := []core.JobState{core.StateQueued, core.StateSleeping, core.StateRunning}
-	for t := from; !t.After(now); t = t.Add(depthStep) {
-		at := t
-		if at.Add(depthStep).After(now) {
-			at = now
-		}
-		later, err := h.st.countSearch(ctx, core.JobSearch{JobFilter: core.JobFilter{Queue: queue}, Created: core.TimeRange{To: at}, Finished: core.TimeRange{From: at}})
-		if err != nil {
-			return v, err
-		}
-		open, err := h.st.countSearch(ctx, core.JobSearch{JobFilter: core.JobFilter{Queue: queue, States: active}, Created: core.TimeRange{To: at}})
-		if err != nil {
-			return v, err
-		}
-		v.Depth = append(v.Depth, depthView{At: at, Jobs: sum(later) + sum(open)})
-		if at.Equal(now) {
-			break
-		}
+	var counts []func(context.Context) error
+	for i := range v.Minutes {
+		m := &v.Minutes[i]
+		m.Start = from.Add(time.Duration(i) * time.Minute)
+		minute := core.TimeRange{From: m.Start, To: m.Start.Add(time.Minute)}
+		counts = append(counts, func(ctx context.Context) error {
+			c, err := h.st.countSearch(ctx, core.JobSearch{JobFilter: core.JobFilter{Queue: queue}, Finished: minute})
+			m.Completed, m.Failed = c[core.StateSucceeded], c[core.StateFailed]
+			return err
+		}, func(ctx context.Context) error {
+			c, err := h.st.countRuns(ctx, core.RunFilter{Queue: queue, Statuses: []core.RunStatus{core.RunFailed}, Since: minute.From, Before: minute.To})
+			failedRuns[i] = c[core.RunFailed]
+			return err
+		})
+	}
+	for i := range v.Depth {
+		d := &v.Depth[i]
+		counts = append(counts, func(ctx context.Context) error {
+			c, err := h.st.countSearch(ctx, core.JobSearch{JobFilter: core.JobFilter{Queue: queue}, Created: core.TimeRange{To: d.At}, Finished: core.TimeRange{From: d.At}})
+			d.Jobs = sum(c)
+			return err
+		}, func(ctx context.Context) error {
+			c, err := h.st.countSearch(ctx, core.JobSearch{JobFilter: core.JobFilter{Queue: queue, States: active}, Created: core.TimeRange{To: d.At}})
+			open[i] = sum(c)
+			return err
+		})
+	}
+	if err := runBounded(ctx, activityWorkers, counts); err != nil {
+		return v, err
+	}
+	for i := range v.Minutes {
+		v.Minutes[i].Retried = max(failedRuns[i]-v.Minutes[i].Failed, 0)
+	}
+	for i := range v.Depth {
+		v.Depth[i].Jobs += open[i]
 	}
 	return v, nil
+}
+
+// runBounded runs fs with at most n at once and returns the first error;
+// after an error the rest are not started.
+func runBounded(ctx context.Context, n int, fs []func(context.Context) error) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	sem := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	for _, f := range fs {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := f(ctx); err != nil {
+				cancel(err)
+			}
+		}()
+	}
+	wg.Wait()
+	return context.Cause(ctx)
 }
 
 func sum[K comparable](m map[K]int64) int64 {

@@ -64,10 +64,20 @@ func TestBrowserChartMatchesTheStore(t *testing.T) {
 	e := newEnv(t, NoAuth())
 	want := seedHistory(t, e)
 	srv := mounted(t, e.h)
-	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/ops/admin/queues/act"), chromedp.WaitVisible(css(`#activity svg`))); err != nil {
+	// The queue page shows the chart as an image of its own.
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/ops/admin/queues/act"), chromedp.WaitVisible(css(`#activity-chart`))); err != nil {
 		t.Fatal(err)
 	}
-	bars, err := chromedp.Run(ctx, chromedp.Evaluate[[]map[string]string](`Array.from(document.querySelectorAll("#activity g.bar")).map(g => ({
+	waitCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, err := chromedp.Run(waitCtx, chromedp.Poll[bool](`(() => { const i = document.querySelector("#activity-chart"); return i.complete && i.naturalWidth === 640; })()`)); err != nil {
+		t.Fatalf("the chart image did not load: %v", err)
+	}
+	// Its document holds the bars with their counts.
+	if err := chromedp.Do(ctx, chromedp.Navigate(srv.URL+"/ops/admin/queues/act/activity.svg"), chromedp.WaitReady(css(`#bars`))); err != nil {
+		t.Fatal(err)
+	}
+	bars, err := chromedp.Run(ctx, chromedp.Evaluate[[]map[string]string](`Array.from(document.querySelectorAll("#bars g.bar")).map(g => ({
 		minute: g.dataset.minute, completed: g.dataset.completed, failed: g.dataset.failed, retried: g.dataset.retried,
 		drawn: String(Array.from(g.querySelectorAll("rect")).reduce((s, r) => s + r.getBBox().height, 0) > 0)}))`))
 	if err != nil {
@@ -108,9 +118,10 @@ func TestBrowserChartMatchesTheStore(t *testing.T) {
 			t.Errorf("minute %s: chart %s/%s, store %d/%d", b["minute"], b["completed"], b["failed"], c[core.StateSucceeded], c[core.StateFailed])
 		}
 	}
-	depth := text(t, ctx, `#depth figcaption .scale`)
-	if !strings.Contains(depth, "peak 3") { // the three flaky jobs wait an hour
-		t.Errorf("depth caption %q", depth)
+	// The three flaky jobs wait an hour: the depth ends at 3.
+	depth, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`Array.from(document.querySelectorAll("#depth circle")).map(c => c.dataset.jobs)`))
+	if err != nil || len(depth) != 13 || depth[0] != "0" || depth[len(depth)-1] != "3" {
+		t.Errorf("depth samples %v %v", depth, err)
 	}
 }
 

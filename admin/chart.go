@@ -9,8 +9,13 @@ import (
 // chartView is a queue's activity laid out for the page's inline SVG: one
 // stacked bar a minute (completed, failed, retried) and a depth line.
 type chartView struct {
+	Queue         string
 	Width, Height int
-	Bars          []chartBar
+	// Top, TicksY, DepthLabelY, DepthTop, DepthHeight and FullHeight lay
+	// out the two panels.
+	Top, TicksY, DepthLabelY, DepthTop, DepthHeight, FullHeight int
+	FromLabel, ToLabel                                          string
+	Bars                                                        []chartBar
 	// Max is the tallest bar's total, the top of the scale.
 	Max int64
 	// DepthPoints is the depth line's SVG points; DepthMax its scale.
@@ -31,13 +36,18 @@ type chartBar struct {
 }
 
 const (
-	chartW = 600
+	chartW = 640
 	chartH = 150
 	depthH = 60
 )
 
 func newChart(a activityView) chartView {
-	c := chartView{Width: chartW, Height: chartH, From: a.From, To: a.To, Depth: a.Depth}
+	c := chartView{Queue: a.Queue, Width: chartW, Height: chartH, From: a.From, To: a.To, Depth: a.Depth,
+		Top: 18, DepthHeight: depthH, FromLabel: a.From.UTC().Format("15:04"), ToLabel: a.To.UTC().Format("15:04")}
+	c.TicksY = c.Top + chartH + 14
+	c.DepthLabelY = c.TicksY + 20
+	c.DepthTop = c.DepthLabelY + 6
+	c.FullHeight = c.DepthTop + depthH + 4
 	for _, m := range a.Minutes {
 		c.Max = max(c.Max, m.Completed+m.Failed+m.Retried)
 		c.Totals.Completed += m.Completed

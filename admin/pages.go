@@ -15,7 +15,7 @@ import (
 	"github.com/boson-go/boson/core"
 )
 
-//go:embed templates/*.html
+//go:embed templates/*.html templates/*.svg
 var templateFS embed.FS
 
 //go:embed static
@@ -24,6 +24,8 @@ var staticFS embed.FS
 // pages holds one parsed template set per dashboard page.
 type pages struct {
 	byName map[string]*template.Template
+	// chart is the standalone SVG of a queue's activity.
+	chart *template.Template
 }
 
 var pageNames = []string{"queues", "queue", "jobs", "job", "tasks", "runs", "failed", "confirm", "enqueue", "error", "login"}
@@ -67,6 +69,11 @@ func loadPages() (*pages, error) {
 		}
 		p.byName[n] = t
 	}
+	t, err := template.New("chart.svg").Funcs(funcs).ParseFS(templateFS, "templates/chart.svg")
+	if err != nil {
+		return nil, fmt.Errorf("admin: parse template chart.svg: %w", err)
+	}
+	p.chart = t
 	return p, nil
 }
 
