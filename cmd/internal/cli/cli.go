@@ -102,7 +102,7 @@ Global flags (accepted before or after the command):
   --url URL        the store (default: $BOSON_URL, else %s)
   --json           print JSON for scripts instead of tables
   --no-migrate     do not create or upgrade the SQL schema on open
-  --timeout D      give up after D (default 30s; bench and serve: none)
+  --timeout D      give up after D (default 30s; bench, serve, bulk, delete-queue: none)
 
 Store URLs:
   mem:                                      in-process memory (gone at exit)

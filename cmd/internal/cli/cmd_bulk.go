@@ -108,7 +108,7 @@ func runBulk(ctx context.Context, c *call) error {
 	if err := core.ValidateBulk(req); err != nil {
 		return err
 	}
-	ctx, cancel := c.withTimeout(ctx)
+	ctx, cancel := c.withExplicitTimeout(ctx)
 	defer cancel()
 	_, st, err := openCapability[core.JobSearcher](ctx, c, "job search, which bulk actions need")
 	if err != nil {

@@ -81,7 +81,7 @@ func runDeleteQueue(ctx context.Context, c *call) error {
 	if err := core.ValidateDeleteQueue(req, core.DefaultLimits); err != nil {
 		return err
 	}
-	ctx, cancel := c.withTimeout(ctx)
+	ctx, cancel := c.withExplicitTimeout(ctx)
 	defer cancel()
 	del, st, err := openCapability[core.JobDeleter](ctx, c, "queue deletion")
 	if err != nil {

@@ -307,6 +307,12 @@ func bulkCommand(t *testing.T, o opsTarget) {
 		t.Fatalf("retry of queued jobs counts %d", out.Matched)
 	}
 
+	// An explicit timeout stops it before it is done, with a message.
+	r = o.must(t, ExitError, "bulk", "retry", "--queue", "bulk", "--timeout", "1ns")
+	if !strings.Contains(r.stderr, "deadline exceeded") {
+		t.Fatalf("bulk --timeout 1ns: %q", r.stderr)
+	}
+
 	// Retry in small batches, with progress.
 	r = o.must(t, ExitOK, "bulk", "retry", "--queue", "bulk", "--state", "failed", "--batch", "5", "--json")
 	out := decode[bulkOut](t, r)
