@@ -77,3 +77,14 @@ func TestDashboardOperationFormsRefuseHostileInput(t *testing.T) {
 		t.Fatalf("bad payload: %d\n%s", resp.StatusCode, html)
 	}
 }
+
+func TestDashboardJobSearch(t *testing.T) {
+	e := newEnv(t, NoAuth())
+	_, html := getPage(t, e.srv.Client(), e.srv.URL+"/jobs?header_key=trace&header_value=abc&id_prefix=&queue=")
+	if !strings.Contains(html, `data-job="`+e.ids.queued+`"`) || strings.Contains(html, `data-job="`+e.ids.failed+`"`) || !strings.Contains(html, `value="abc"`) {
+		t.Fatalf("header search page:\n%s", html)
+	}
+	if code, _ := getPage(t, e.srv.Client(), e.srv.URL+"/jobs?header_value=abc"); code != 400 {
+		t.Fatalf("a value without a key: %d", code)
+	}
+}

@@ -208,9 +208,9 @@ func getJob(ctx context.Context, c *call, jf *jobsFlags, id string) error {
 	if len(d.Runs) > 0 {
 		c.printf("\nruns:\n")
 		tw = tabwriter.NewWriter(c.env.Stdout, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  ATTEMPT\tSTATUS\tWORKER\tTOKEN\tSTARTED\tDURATION\tERROR")
+		fmt.Fprintln(tw, "  RUN\tATTEMPT\tSTATUS\tWORKER\tSTARTED\tDURATION\tERROR")
 		for _, r := range d.Runs {
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%d\t%s\t%s\t%s\n", r.Attempt, r.Status, r.WorkerID, r.Token, stamp(r.StartedAt), r.Duration(), oneLine(r.Error, 60))
+			fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Attempt, r.Status, r.WorkerID, stamp(r.StartedAt), r.Duration(), oneLine(r.Error, 60))
 		}
 		if err := tw.Flush(); err != nil {
 			return err
