@@ -226,11 +226,12 @@ func (h *Handler) apiDeleteQueue(w http.ResponseWriter, r *http.Request, p param
 }
 
 // deleteQueue runs steps of deleting queue until it is done or the budget
-// is spent; the caller repeats the request while Done is false.
+// is spent (after one step at least); the caller repeats the request while
+// Done is false.
 func (h *Handler) deleteQueue(r *http.Request, queue string) (queueDeleteView, error) {
 	v := queueDeleteView{Queue: queue}
 	deadline := time.Now().Add(bulkBudget)
-	for !v.Done && time.Now().Before(deadline) {
+	for first := true; !v.Done && (first || time.Now().Before(deadline)); first = false {
 		res, err := h.st.deleteQueueStep(r.Context(), core.DeleteQueueRequest{Queue: queue, Limit: DefaultBulkStep})
 		v.Deleted += int64(res.Deleted)
 		v.Done = res.Done

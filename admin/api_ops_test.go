@@ -72,7 +72,7 @@ func TestBulkPreviewAndConfirm(t *testing.T) {
 		{"/bulk/retry", map[string]any{"filter": map[string]any{"header_value": "<script>"}, "confirm_count": 25}, 400, "invalid_argument"},
 		{"/bulk/retry", map[string]any{"filter": map[string]any{"queue": "bulk"}, "confirm_count": 25, "force": true}, 400, "invalid_argument"},
 		{"/bulk/retry", map[string]any{"filter": map[string]any{"queue": "bulk"}, "confirm_count": 25, "limit": 5000}, 400, "invalid_argument"},
-		{"/bulk/retry", map[string]any{"filter": map[string]any{"queue": "bulk"}, "confirm_count": 25, "cursor": "a/b"}, 400, "invalid_argument"},
+		{"/bulk/retry", map[string]any{"filter": map[string]any{"queue": "bulk"}, "confirm_count": 25, "cursor": strings.Repeat("c", 300)}, 400, "invalid_argument"},
 		{"/bulk/retry", map[string]any{"filter": map[string]any{"queue": "bulk"}, "confirm_count": 25, "colour": "red"}, 400, "invalid_argument"},
 		{"/bulk/nuke", map[string]any{"filter": map[string]any{"queue": "bulk"}, "confirm_count": 25}, 404, "not_found"},
 	} {
@@ -342,4 +342,99 @@ func TestOperationsUnsupported(t *testing.T) {
 	// What every backend offers still works, and tasks fall back to a scan.
 	e.expect("GET", apiPrefix+"/jobs", "", nil, 200, "")
 	e.expect("GET", apiPrefix+"/tasks", "", nil, 200, "")
+}
+
+// TestOperationsAcrossARouter runs the operations over two stores behind a
+// router: listings merge, counts add up, and a bulk action continues from
+// one store to the next through its cursor.
+func TestOperationsAcrossARouter(t *testing.T) {
+	ctx := context.Background()
+	a, b := mem.New(mem.Options{}), mem.New(mem.Options{})
+	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
+	r := core.NewRouter(a)
+	if err := r.Register("other", b); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Route("far", "other"); err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Options{Router: r, Auth: NoAuth(), Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, be: a, h: h, srv: newTestServer(t, h)}
+	for _, q := range []struct {
+		be    core.QueueBackend
+		queue string
+	}{{a, "near"}, {b, "far"}} {
+		e2 := &env{t: t, be: q.be.(*mem.Backend)}
+		failMany(t, e2, q.queue, "boom "+q.queue, 6)
+	}
+	old := bulkBudget
+	bulkBudget = 0
+	t.Cleanup(func() { bulkBudget = old })
+
+	var pv bulkView
+	body := map[string]any{"filter": map[string]any{"task": "bulk_task"}, "limit": 4}
+	e.do("POST", apiPrefix+"/bulk/retry/preview", "", body, &pv)
+	if pv.Matched != 12 {
+		t.Fatalf("preview over two stores: %+v", pv)
+	}
+	body["confirm_count"] = pv.Matched
+	body["cursor"] = "7~x"
+	e.expect("POST", apiPrefix+"/bulk/retry", "", body, 400, "invalid_argument")
+	delete(body, "cursor")
+	changed, calls := 0, 0
+	for ; calls < 10; calls++ {
+		var res bulkView
+		if resp, raw := e.do("POST", apiPrefix+"/bulk/retry", "", body, &res); resp.StatusCode != 200 {
+			t.Fatalf("bulk step %d: %d %s", calls, resp.StatusCode, raw)
+		}
+		changed += res.Changed
+		if res.Done {
+			break
+		}
+		if !strings.Contains(res.Cursor, "~") {
+			t.Fatalf("a cursor over two stores names its store: %+v", res)
+		}
+		body["cursor"] = res.Cursor
+	}
+	if changed != 12 || calls < 3 {
+		t.Fatalf("bulk over two stores: %d changed in %d calls", changed, calls+1)
+	}
+	for _, be := range []*mem.Backend{a, b} {
+		c, _ := be.CountJobs(ctx, core.JobFilter{})
+		if c[core.StateQueued] != 6 || c[core.StateFailed] != 0 {
+			t.Fatalf("a store after the bulk retry: %v", c)
+		}
+	}
+
+	var cv countsView[core.JobState]
+	e.do("GET", apiPrefix+"/counts/jobs?task=bulk_task&header_key=tenant", "", nil, &cv)
+	if cv.Total != 12 {
+		t.Fatalf("counts over two stores: %+v", cv)
+	}
+	var runs runPageView
+	e.do("GET", apiPrefix+"/runs?limit=5", "", nil, &runs)
+	if len(runs.Runs) != 5 || runs.Next == "" {
+		t.Fatalf("merged runs: %+v", runs)
+	}
+	var rv runView
+	e.do("GET", apiPrefix+"/runs/"+runs.Runs[0].ID, "", nil, &rv)
+	if rv.ID != runs.Runs[0].ID {
+		t.Fatalf("get run from either store: %+v", rv)
+	}
+	// With no budget each request runs one step: the jobs, then the config.
+	var del queueDeleteView
+	deleted := int64(0)
+	for i := 0; i < 3 && !del.Done; i++ {
+		e.do("DELETE", apiPrefix+"/queues/far?confirm=far", "", nil, &del)
+		deleted += del.Deleted
+	}
+	if deleted != 6 || !del.Done {
+		t.Fatalf("delete a routed queue: %+v", del)
+	}
+	if c, _ := b.CountJobs(ctx, core.JobFilter{}); c[core.StateQueued] != 0 {
+		t.Fatalf("the routed store after the queue delete: %v", c)
+	}
 }

@@ -88,13 +88,14 @@ func parseBulk(data []byte, action string) (core.BulkRequest, bulkBody, error) {
 	if b.Limit == 0 {
 		b.Limit = DefaultBulkStep
 	}
-	if b.Cursor != "" {
-		if err := core.ValidateName("cursor", b.Cursor); err != nil {
-			return core.BulkRequest{}, b, err
-		}
-	}
 	req := core.BulkRequest{Action: core.BulkAction(action), Search: s, Reason: core.TruncateError(b.Reason), Force: b.Force, Limit: b.Limit, Cursor: b.Cursor}
-	return req, b, core.ValidateBulk(req)
+	// The cursor is the store's, opaque, perhaps after the "<index>~" of
+	// a router's store (see bulkRun); core checks the store's part.
+	check := req
+	if i, c, ok := strings.Cut(b.Cursor, "~"); ok && i != "" && strings.Trim(i, "0123456789") == "" {
+		check.Cursor = c
+	}
+	return req, b, core.ValidateBulk(check)
 }
 
 // parseRunFilter turns query parameters into a run filter: job_id, queue,
