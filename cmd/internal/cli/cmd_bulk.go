@@ -143,6 +143,9 @@ func runBulk(ctx context.Context, c *call) error {
 			err = fmt.Errorf("bulk %s: the store gave no cursor to continue from", req.Action)
 		}
 		if err != nil {
+			if out.Cursor == "" {
+				out.Cursor = req.Cursor // resume where this step began
+			}
 			p.end()
 			return c.bulkSummary(out, err)
 		}
