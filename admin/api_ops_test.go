@@ -342,6 +342,15 @@ func TestOperationsUnsupported(t *testing.T) {
 	// What every backend offers still works, and tasks fall back to a scan.
 	e.expect("GET", apiPrefix+"/jobs", "", nil, 200, "")
 	e.expect("GET", apiPrefix+"/tasks", "", nil, 200, "")
+	// The dashboard says what it cannot show instead of failing.
+	for path, want := range map[string]string{"/queues/q": "no chart", "/runs": "cannot list runs", "/tasks": "Tasks", "/failed": "No failed jobs"} {
+		if code, html := getPage(t, e.srv.Client(), e.srv.URL+path); code != 200 || !strings.Contains(html, want) {
+			t.Errorf("%s on a store without the capabilities: %d, lacks %q", path, code, want)
+		}
+	}
+	if code, _ := getPage(t, e.srv.Client(), e.srv.URL+"/queues/q/activity.svg"); code != 501 {
+		t.Errorf("activity.svg on a store without search: %d", code)
+	}
 }
 
 // TestOperationsAcrossARouter runs the operations over two stores behind a
