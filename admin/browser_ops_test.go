@@ -283,6 +283,8 @@ func TestBrowserNarrowAndWide(t *testing.T) {
 			{"job", "jobs/" + e.ids.failed, "#timeline"},
 			{"enqueue", "enqueue", "#enqueue"},
 			{"runs", "runs", "#runs"},
+			{"jobs", "jobs", "#jobs"},
+			{"tasks", "tasks", "#tasks"},
 		} {
 			vp := chromedp.EmulateViewport(width, 900)
 			if width < 600 {

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/boson-go/boson/core"
 )
 
 // TestDashboardOperationFormsRefuseHostileInput posts the operations forms
@@ -86,5 +88,77 @@ func TestDashboardJobSearch(t *testing.T) {
 	}
 	if code, _ := getPage(t, e.srv.Client(), e.srv.URL+"/jobs?header_value=abc"); code != 400 {
 		t.Fatalf("a value without a key: %d", code)
+	}
+}
+
+// TestDashboardBulkOnTheJobList previews and confirms bulk actions on the
+// job list's filter: the confirmation shows the count, the confirm changes
+// exactly those jobs, and a filter that matches everything needs its box
+// ticked.
+func TestDashboardBulkOnTheJobList(t *testing.T) {
+	e := newEnv(t, NoAuth())
+	failMany(t, e, "bulk", "boom", 5)
+	srv := mounted(t, e.h)
+	c := srv.Client()
+	c.Jar, _ = cookiejar.New(nil)
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	base := srv.URL + "/ops/admin/"
+	csrf := formToken(t, c, base+"jobs?queue=bulk&state=failed", "")
+	post := func(path string, form url.Values) (*http.Response, string) {
+		t.Helper()
+		form.Set("csrf", csrf)
+		resp, err := c.PostForm(base+path, form)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	filter := "queue=bulk&state=failed"
+	resp, html := post("bulk/retry", url.Values{"filter": {filter}})
+	if resp.StatusCode != 200 || !strings.Contains(html, `data-count="5"`) || !strings.Contains(html, "Retry 5 jobs") {
+		t.Fatalf("retry preview: %d\n%s", resp.StatusCode, html)
+	}
+	if got := e.states("bulk"); got[core.StateFailed] != 5 {
+		t.Fatalf("the preview changed jobs: %v", got)
+	}
+	resp, _ = post("bulk/retry", url.Values{"filter": {filter}, "confirm_count": {"5"}})
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode != 303 || !strings.Contains(loc, "done=retry") {
+		t.Fatalf("retry confirm: %d %q", resp.StatusCode, loc)
+	}
+	if got := e.states("bulk"); got[core.StateQueued] != 5 || len(got) != 1 {
+		t.Fatalf("after the retry: %v", got)
+	}
+	_, html = getPage(t, c, base+strings.TrimPrefix(loc, "../"))
+	if !strings.Contains(html, "retry: 5 changed, 0 skipped, 0 failed") {
+		t.Fatalf("the job list lacks the notice:\n%s", html)
+	}
+
+	// Every job: the confirmation needs the box.
+	resp, html = post("bulk/cancel", url.Values{"filter": {""}})
+	if resp.StatusCode != 200 || !strings.Contains(html, `id="confirm-all"`) || !strings.Contains(html, "Cancel 8 jobs") {
+		t.Fatalf("match-all preview: %d\n%s", resp.StatusCode, html)
+	}
+	before := fmt.Sprint(e.states("bulk"), e.states("mail"), e.states("reports"))
+	if resp, _ := post("bulk/cancel", url.Values{"filter": {""}, "confirm_count": {"8"}}); resp.StatusCode != 400 {
+		t.Fatalf("match-all confirm without the box: %d", resp.StatusCode)
+	}
+	if resp, _ := post("bulk/cancel", url.Values{"filter": {"queue=bulk"}, "confirm_count": {"2"}}); resp.StatusCode != 409 {
+		t.Fatalf("a confirm below the count: %d", resp.StatusCode)
+	}
+	if resp, _ := post("bulk/cancel", url.Values{"filter": {"colour=red"}}); resp.StatusCode != 400 {
+		t.Fatalf("an unknown filter field: %d", resp.StatusCode)
+	}
+	if after := fmt.Sprint(e.states("bulk"), e.states("mail"), e.states("reports")); after != before {
+		t.Fatalf("refused confirms changed jobs: %s, was %s", after, before)
+	}
+	resp, _ = post("bulk/cancel", url.Values{"filter": {""}, "confirm_count": {"8"}, "confirm_all": {"1"}})
+	if resp.StatusCode != 303 {
+		t.Fatalf("match-all confirm: %d", resp.StatusCode)
+	}
+	if got := e.states("bulk"); got[core.StateCancelled] != 5 {
+		t.Fatalf("after cancelling everything: %v", got)
 	}
 }

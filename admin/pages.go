@@ -28,7 +28,7 @@ type pages struct {
 	chart *template.Template
 }
 
-var pageNames = []string{"queues", "queue", "jobs", "job", "tasks", "runs", "failed", "confirm", "enqueue", "error", "login"}
+var pageNames = []string{"queues", "queue", "jobs", "job", "tasks", "runs", "failed", "confirm", "bulk", "enqueue", "error", "login"}
 
 // maxShownBytes bounds how much of a payload, result or error a page shows.
 const maxShownBytes = 64 << 10
@@ -56,8 +56,9 @@ var funcs = template.FuncMap{
 		}
 		return d.String()
 	},
-	"canCancel": func(s core.JobState) bool { return s.Active() },
-	"canRetry":  func(s core.JobState) bool { return s == core.StateFailed || s == core.StateCancelled },
+	"canCancel":   func(s core.JobState) bool { return s.Active() },
+	"bulkActions": func() []string { return []string{"retry", "cancel", "delete"} },
+	"canRetry":    func(s core.JobState) bool { return s == core.StateFailed || s == core.StateCancelled },
 }
 
 func loadPages() (*pages, error) {

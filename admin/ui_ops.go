@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/url"
 	"sort"
@@ -24,6 +25,7 @@ func (h *Handler) opsUIRoutes(ui func(method, pattern string, perm Permission, f
 		ui("POST", "/enqueue", PermAdmin, h.uiEnqueue),
 		ui("GET", "/failed", PermRead, h.uiFailed),
 		ui("POST", "/failed/retry", PermAdmin, h.uiFailedRetry),
+		ui("POST", "/bulk/{action}", PermAdmin, h.uiBulk),
 		ui("GET", "/runs", PermRead, h.uiRuns),
 		ui("POST", "/jobs/{id}/delete", PermAdmin, h.uiDeleteJob),
 	}
@@ -361,13 +363,7 @@ func (h *Handler) uiFailedRetry(w http.ResponseWriter, r *http.Request, _ params
 		h.renderError(w, r, err)
 		return
 	}
-	if c := r.PostForm.Get("confirm_count"); c != "" {
-		n, perr := strconv.ParseInt(c, 10, 64)
-		if perr != nil || n < 0 {
-			h.renderError(w, r, invalidf("confirm_count", "is not a count"))
-			return
-		}
-		res, err := h.bulkConfirm(r, req, &n, false)
+	if res, confirmed, err := h.formConfirm(r, req, false); err != nil || confirmed {
 		if err != nil {
 			h.renderError(w, r, err)
 			return
@@ -445,4 +441,85 @@ func (h *Handler) uiDeleteJob(w http.ResponseWriter, r *http.Request, p params) 
 		return
 	}
 	seeOther(w, "../../jobs?queue="+url.QueryEscape(j.Queue))
+}
+
+// bulkData is the confirmation page of a bulk action on the job list's
+// filter.
+type bulkData struct {
+	Action   core.BulkAction
+	Count    int64
+	Filter   string
+	MatchAll bool
+}
+
+// uiBulk previews a bulk action on the filter of the job list (the form's
+// "filter", a query string) and, from the confirmation page, applies it
+// with the previewed count.
+func (h *Handler) uiBulk(w http.ResponseWriter, r *http.Request, p params) {
+	action, err := bulkAction(p)
+	if err == nil {
+		err = h.checkForm(r)
+	}
+	var q url.Values
+	if err == nil {
+		q, err = url.ParseQuery(r.PostForm.Get("filter"))
+		if err != nil {
+			err = invalidf("filter", "is not a query string")
+		}
+	}
+	var req core.BulkRequest
+	if err == nil {
+		q = dropEmpty(q)
+		for _, k := range []string{"cursor", "limit", "order", "done"} {
+			q.Del(k)
+		}
+		req.Search, err = parseFilter(q)
+		req.Search.Limit = 0
+	}
+	if err == nil {
+		req.Action, req.Limit = core.BulkAction(action), DefaultBulkStep
+		if req.Action == core.BulkCancel {
+			req.Reason = "cancelled from the dashboard"
+		}
+		err = core.ValidateBulk(req)
+	}
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	if res, confirmed, err := h.formConfirm(r, req, r.PostForm.Get("confirm_all") == "1"); err != nil || confirmed {
+		if err != nil {
+			h.renderError(w, r, err)
+			return
+		}
+		msg := fmt.Sprintf("%s: %d changed, %d skipped, %d failed", action, res.Changed, res.Skipped, res.Failed)
+		if !res.Done {
+			msg += "; more match: run it again to continue"
+		}
+		q.Set("done", msg)
+		seeOther(w, "../jobs?"+q.Encode())
+		return
+	}
+	pv, err := h.bulkPreview(r, req)
+	if err != nil {
+		h.renderError(w, r, err)
+		return
+	}
+	d := bulkData{Action: req.Action, Count: pv.Matched, Filter: q.Encode(), MatchAll: matchesAll(req.Search)}
+	h.render(w, r, http.StatusOK, "bulk", h.newView(r, d))
+}
+
+// formConfirm applies req when the form carries the previewed count
+// (confirm_count); confirmed reports that it did.
+func (h *Handler) formConfirm(r *http.Request, req core.BulkRequest, confirmAll bool) (res bulkView, confirmed bool, err error) {
+	c := r.PostForm.Get("confirm_count")
+	if c == "" {
+		return bulkView{}, false, nil
+	}
+	n, err := strconv.ParseInt(c, 10, 64)
+	if err != nil || n < 0 {
+		return bulkView{}, true, invalidf("confirm_count", "is not a count")
+	}
+	res, err = h.bulkConfirm(r, req, &n, confirmAll)
+	return res, true, err
 }
