@@ -14,7 +14,7 @@ func (h *Handler) apiRoutes() []route {
 	api := func(method, pattern string, perm Permission, f func(http.ResponseWriter, *http.Request, params)) route {
 		return route{method: method, pattern: apiPrefix + pattern, perm: perm, api: true, serve: f}
 	}
-	return []route{
+	return append(h.opsAPIRoutes(api),
 		api("GET", "/openapi.json", PermNone, h.apiOpenAPI),
 		api("GET", "/jobs", PermRead, h.apiListJobs),
 		api("POST", "/jobs", PermAdmin, h.apiEnqueue),
@@ -31,7 +31,7 @@ func (h *Handler) apiRoutes() []route {
 		api("GET", "/queues/{queue}", PermRead, h.apiGetQueue),
 		api("POST", "/queues/{queue}/pause", PermAdmin, h.apiPause),
 		api("POST", "/queues/{queue}/resume", PermAdmin, h.apiResume),
-	}
+	)
 }
 
 func (h *Handler) apiOpenAPI(w http.ResponseWriter, _ *http.Request, _ params) {
@@ -46,7 +46,7 @@ func (h *Handler) apiListJobs(w http.ResponseWriter, r *http.Request, _ params) 
 		h.writeError(w, r, err)
 		return
 	}
-	page, err := h.st.listJobs(r.Context(), f)
+	page, err := h.st.jobPage(r.Context(), f)
 	if err != nil {
 		h.writeError(w, r, err)
 		return

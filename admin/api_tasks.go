@@ -3,6 +3,7 @@ package admin
 import (
 	"errors"
 	"net/http"
+	"sort"
 
 	"github.com/boson-go/boson/core"
 )
@@ -25,9 +26,11 @@ func (h *Handler) taskInfo(r *http.Request, task string) (taskView, error) {
 	return v, nil
 }
 
-// tasks lists every known task with its stats and config.
+// tasks lists every known task with its stats and config: every task of
+// the store where it lists tasks ([core.TaskLister]), else the tasks of
+// Options.Tasks and of the newest Options.TaskScanLimit jobs.
 func (h *Handler) tasks(r *http.Request) ([]taskView, error) {
-	names, err := h.st.taskNames(r.Context(), h.opts.Tasks, h.opts.TaskScanLimit)
+	names, err := h.taskNames(r)
 	if err != nil {
 		return nil, err
 	}
@@ -40,6 +43,30 @@ func (h *Handler) tasks(r *http.Request) ([]taskView, error) {
 		out = append(out, v)
 	}
 	return out, nil
+}
+
+func (h *Handler) taskNames(r *http.Request) ([]string, error) {
+	ts, err := h.st.listTasks(r.Context())
+	if errors.Is(err, core.ErrUnsupported) {
+		return h.st.taskNames(r.Context(), h.opts.Tasks, h.opts.TaskScanLimit)
+	}
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var names []string
+	for _, t := range ts {
+		seen[t.Name] = true
+		names = append(names, t.Name)
+	}
+	for _, t := range h.opts.Tasks {
+		if !seen[t] {
+			seen[t] = true
+			names = append(names, t)
+		}
+	}
+	sort.Strings(names)
+	return names, nil
 }
 
 func taskName(p params) (string, error) {

@@ -217,7 +217,7 @@ func TestJobEndpoints(t *testing.T) {
 	e.expect("POST", "/api/v1/jobs/"+e.ids.failed+"/retry", "", nil, 409, "invalid_state")
 	e.expect("POST", "/api/v1/jobs/"+e.ids.succeeded+"/retry", "", nil, 409, "invalid_state")
 
-	e.expect("DELETE", "/api/v1/jobs/"+e.ids.queued, "", nil, 405, "method_not_allowed")
+	e.expect("PATCH", "/api/v1/jobs/"+e.ids.queued, "", nil, 405, "method_not_allowed")
 	e.expect("GET", "/api/v1/nothing", "", nil, 404, "not_found")
 	e.expect("GET", "/api/v1/jobs/", "", nil, 404, "not_found")
 }

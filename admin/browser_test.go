@@ -116,6 +116,8 @@ func TestBrowserCancel(t *testing.T) {
 
 	err = chromedp.Do(ctx,
 		chromedp.Click(css(`tr[data-queue="mail"] td a`)),
+		chromedp.WaitVisible(css(`#counts`)),
+		chromedp.Click(css(`p.links a`)),
 		chromedp.WaitVisible(css(`#jobs`)),
 		chromedp.Click(css(`tr[data-job="`+id+`"] a`)),
 		chromedp.WaitVisible(css(`#cancel`)),

@@ -15,6 +15,7 @@ import (
 func FuzzParseFilter(f *testing.F) {
 	f.Add("queue=mail&task=send_email&state=queued,failed&limit=10&order=desc")
 	f.Add("cursor=01KDYAK43N2TVFHXBAP99TVWXS&limit=500")
+	f.Add("header_key=tenant&header_value=acme&id_prefix=01K&ids=a,b&created_from=2026-01-01T00:00:00Z&finished_to=2026-02-01T00:00:00Z")
 	f.Fuzz(func(t *testing.T, raw string) {
 		q, err := url.ParseQuery(raw)
 		if err != nil {
@@ -24,7 +25,7 @@ func FuzzParseFilter(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if err := core.ValidateJobFilter(fl); err != nil {
+		if err := core.ValidateJobSearch(fl); err != nil {
 			t.Fatalf("accepted a filter that core refuses: %v", err)
 		}
 		if fl.Limit < 1 || fl.Limit > MaxLimit {

@@ -15,7 +15,7 @@ import (
 	"github.com/boson-go/boson/core"
 )
 
-//go:embed templates/*.html
+//go:embed templates/*.html templates/*.svg
 var templateFS embed.FS
 
 //go:embed static
@@ -24,9 +24,11 @@ var staticFS embed.FS
 // pages holds one parsed template set per dashboard page.
 type pages struct {
 	byName map[string]*template.Template
+	// chart is the standalone SVG of a queue's activity.
+	chart *template.Template
 }
 
-var pageNames = []string{"queues", "jobs", "job", "tasks", "error", "login"}
+var pageNames = []string{"queues", "queue", "jobs", "job", "tasks", "runs", "failed", "confirm", "bulk", "enqueue", "error", "login"}
 
 // maxShownBytes bounds how much of a payload, result or error a page shows.
 const maxShownBytes = 64 << 10
@@ -54,8 +56,9 @@ var funcs = template.FuncMap{
 		}
 		return d.String()
 	},
-	"canCancel": func(s core.JobState) bool { return s.Active() },
-	"canRetry":  func(s core.JobState) bool { return s == core.StateFailed || s == core.StateCancelled },
+	"canCancel":   func(s core.JobState) bool { return s.Active() },
+	"bulkActions": func() []string { return []string{"retry", "cancel", "delete"} },
+	"canRetry":    func(s core.JobState) bool { return s == core.StateFailed || s == core.StateCancelled },
 }
 
 func loadPages() (*pages, error) {
@@ -67,6 +70,11 @@ func loadPages() (*pages, error) {
 		}
 		p.byName[n] = t
 	}
+	t, err := template.New("chart.svg").Funcs(funcs).ParseFS(templateFS, "templates/chart.svg")
+	if err != nil {
+		return nil, fmt.Errorf("admin: parse template chart.svg: %w", err)
+	}
+	p.chart = t
 	return p, nil
 }
 
@@ -153,7 +161,7 @@ func (h *Handler) render(w http.ResponseWriter, r *http.Request, status int, nam
 	hd.Set("X-Content-Type-Options", "nosniff")
 	hd.Set("X-Frame-Options", "DENY")
 	hd.Set("Referrer-Policy", "same-origin")
-	hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
+	hd.Set("Content-Security-Policy", "default-src 'none'; script-src 'self'; connect-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
 }

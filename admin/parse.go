@@ -20,21 +20,22 @@ func invalidf(field, format string, args ...any) error {
 	return &core.ValidationError{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
-// parseFilter turns query parameters into a job filter: queue, task,
+// parseFilter turns query parameters into a job search: queue, task,
 // state (repeatable or comma-separated), limit (default [DefaultLimit], at
-// most [MaxLimit]), cursor and order ("asc" or "desc"). Unknown parameters
+// most [MaxLimit]), cursor and order ("asc" or "desc"), and the search
+// fields header_key, header_value, id_prefix, ids (repeatable or
+// comma-separated, at most [core.MaxPageSize]) and created_from,
+// created_to, finished_from, finished_to (RFC 3339). Unknown parameters
 // are refused so that a typo does not silently widen a listing.
-func parseFilter(q url.Values) (core.JobFilter, error) {
-	f := core.JobFilter{Limit: DefaultLimit}
+func parseFilter(q url.Values) (core.JobSearch, error) {
+	f := core.JobSearch{JobFilter: core.JobFilter{Limit: DefaultLimit}}
 	for k := range q {
-		switch k {
-		case "queue", "task", "state", "limit", "cursor", "order":
-		default:
-			return f, invalidf(k, "is not a known parameter (queue, task, state, limit, cursor, order)")
+		if !filterParams[k] {
+			return f, invalidf(k, "is not a known parameter (queue, task, state, limit, cursor, order, header_key, header_value, id_prefix, ids, created_from, created_to, finished_from, finished_to)")
 		}
 	}
-	for _, k := range []string{"queue", "task", "limit", "cursor", "order"} {
-		if len(q[k]) > 1 {
+	for k := range filterParams {
+		if k != "state" && k != "ids" && len(q[k]) > 1 {
 			return f, invalidf(k, "is given %d times", len(q[k]))
 		}
 	}
@@ -57,29 +58,96 @@ func parseFilter(q url.Values) (core.JobFilter, error) {
 			}
 		}
 	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxLimit {
-			return f, invalidf("limit", "%q must be a whole number in [1, %d]", v, MaxLimit)
-		}
-		f.Limit = n
-	}
-	switch q.Get("order") {
-	case "", "asc":
-	case "desc":
-		f.Desc = true
-	default:
-		return f, invalidf("order", "%q must be asc or desc", q.Get("order"))
+	var err error
+	if f.Limit, f.Desc, err = parsePaging(q, f.Limit); err != nil {
+		return f, err
 	}
 	if f.Cursor != "" {
 		if err := core.ValidateName("cursor", f.Cursor); err != nil {
 			return f, err
 		}
 	}
-	if err := core.ValidateJobFilter(f); err != nil {
+	f.HeaderKey, f.HeaderValue, f.IDPrefix = q.Get("header_key"), q.Get("header_value"), q.Get("id_prefix")
+	if f.IDs, err = parseIDs(q["ids"]); err != nil {
+		return f, err
+	}
+	if f.Created, err = parseRange(q, "created"); err != nil {
+		return f, err
+	}
+	if f.Finished, err = parseRange(q, "finished"); err != nil {
+		return f, err
+	}
+	if err := core.ValidateJobSearch(f); err != nil {
 		return f, err
 	}
 	return f, nil
+}
+
+// parsePaging reads limit (def when absent, else in [1, MaxLimit]) and
+// order ("asc" or "desc").
+func parsePaging(q url.Values, def int) (limit int, desc bool, err error) {
+	limit = def
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxLimit {
+			return 0, false, invalidf("limit", "%q must be a whole number in [1, %d]", v, MaxLimit)
+		}
+		limit = n
+	}
+	switch q.Get("order") {
+	case "", "asc":
+	case "desc":
+		desc = true
+	default:
+		return 0, false, invalidf("order", "%q must be asc or desc", q.Get("order"))
+	}
+	return limit, desc, nil
+}
+
+var filterParams = map[string]bool{
+	"queue": true, "task": true, "state": true, "limit": true, "cursor": true, "order": true,
+	"header_key": true, "header_value": true, "id_prefix": true, "ids": true,
+	"created_from": true, "created_to": true, "finished_from": true, "finished_to": true,
+}
+
+// parseIDs splits repeated or comma-separated ids, refusing more than
+// core.MaxPageSize before building the list.
+func parseIDs(vs []string) ([]string, error) {
+	var out []string
+	for _, v := range vs {
+		if n := strings.Count(v, ",") + 1 + len(out); n > core.MaxPageSize {
+			return nil, invalidf("ids", "more than %d ids; split the list", core.MaxPageSize)
+		}
+		for _, id := range strings.Split(v, ",") {
+			if id = strings.TrimSpace(id); id != "" {
+				out = append(out, id)
+			}
+		}
+	}
+	return out, nil
+}
+
+// parseRange reads name_from and name_to as RFC 3339 times.
+func parseRange(q url.Values, name string) (core.TimeRange, error) {
+	var r core.TimeRange
+	for _, side := range []struct {
+		key string
+		t   *time.Time
+	}{{name + "_from", &r.From}, {name + "_to", &r.To}} {
+		v := q.Get(side.key)
+		if v == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, v)
+		if err != nil {
+			return r, invalidf(side.key, "%q is not an RFC 3339 time such as 2026-01-02T15:04:05Z", shorten(v, 64))
+		}
+		*side.t = t.UTC()
+	}
+	if !r.From.IsZero() && !r.To.IsZero() && !r.From.Before(r.To) {
+		return r, invalidf(name+"_from", "must be before %s_to", name)
+	}
+	return r, nil
 }
 
 // decodeStrict decodes exactly one JSON value into v, refusing unknown

@@ -24,6 +24,7 @@ func (h *Handler) uiRoutes() []route {
 		ui("POST", "/queues/{queue}/pause", PermAdmin, h.uiPause),
 		ui("POST", "/queues/{queue}/resume", PermAdmin, h.uiResume),
 	}
+	rs = append(rs, h.opsUIRoutes(ui)...)
 	if h.opts.Auth.mode == authTokens {
 		rs = append(rs,
 			ui("GET", "/login", PermNone, h.uiLoginForm),
@@ -45,7 +46,7 @@ func (h *Handler) uiQueues(w http.ResponseWriter, r *http.Request, _ params) {
 
 // jobsData is what the job list page shows.
 type jobsData struct {
-	Filter core.JobFilter
+	Filter core.JobSearch
 	State  string
 	Order  string
 	Jobs   []core.Job
@@ -53,6 +54,10 @@ type jobsData struct {
 	NextURL template.URL
 	// FirstURL links the first page with the same filters.
 	FirstURL template.URL
+	// BulkFilter is the filter of the page as a query, for bulk actions.
+	BulkFilter string
+	// Notice reports a bulk action that just ran.
+	Notice string
 }
 
 func (h *Handler) uiJobs(w http.ResponseWriter, r *http.Request, _ params) {
@@ -63,6 +68,8 @@ func (h *Handler) uiJobs(w http.ResponseWriter, r *http.Request, _ params) {
 			q.Del(k)
 		}
 	}
+	notice := q.Get("done")
+	q.Del("done")
 	// The dashboard lists newest first unless asked otherwise.
 	if q.Get("order") == "" {
 		q.Set("order", "desc")
@@ -72,18 +79,23 @@ func (h *Handler) uiJobs(w http.ResponseWriter, r *http.Request, _ params) {
 		h.renderError(w, r, err)
 		return
 	}
-	page, err := h.st.listJobs(r.Context(), f)
+	page, err := h.st.jobPage(r.Context(), f)
 	if err != nil {
 		h.renderError(w, r, err)
 		return
 	}
-	d := jobsData{Filter: f, State: q.Get("state"), Order: q.Get("order"), Jobs: page.Jobs}
+	d := jobsData{Filter: f, State: q.Get("state"), Order: q.Get("order"), Jobs: page.Jobs, Notice: shorten(notice, 200)}
 	first := url.Values{}
+	bulk := url.Values{}
 	for k, vs := range q {
 		if k != "cursor" {
 			first[k] = vs
 		}
+		if k != "cursor" && k != "limit" && k != "order" {
+			bulk[k] = vs
+		}
 	}
+	d.BulkFilter = bulk.Encode()
 	// Both links are built from url.Values.Encode and the relative root,
 	// so they are safe as they stand; the template must not re-escape the
 	// query, which it would do for a plain string after "?".

@@ -120,6 +120,8 @@ type enqueueView struct {
 type runView struct {
 	ID         string         `json:"id"`
 	JobID      string         `json:"job_id"`
+	Queue      string         `json:"queue,omitempty"`
+	Task       string         `json:"task,omitempty"`
 	Attempt    int            `json:"attempt"`
 	WorkerID   string         `json:"worker_id"`
 	Token      int64          `json:"token"`
@@ -131,7 +133,7 @@ type runView struct {
 }
 
 func toRunView(r core.Run) runView {
-	return runView{ID: r.ID, JobID: r.JobID, Attempt: r.Attempt, WorkerID: r.WorkerID, Token: r.Token,
+	return runView{ID: r.ID, JobID: r.JobID, Queue: r.Queue, Task: r.Task, Attempt: r.Attempt, WorkerID: r.WorkerID, Token: r.Token,
 		Status: r.Status, StartedAt: r.StartedAt.UTC(), FinishedAt: timePtr(r.FinishedAt),
 		Duration: durString(r.Duration()), Error: r.Error}
 }

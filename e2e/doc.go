@@ -13,6 +13,13 @@
 // step run once, and split_test.go drains a queue from worker processes,
 // one of them stopped with SIGTERM half-way.
 //
+// bulk_test.go enqueues jobs on every backend, lets workers fail a tenth of
+// them for good, bulk-retries exactly those with core.Bulk while the workers
+// run, and checks exact job and run counts; a backend without the search
+// capability must answer core.ErrUnsupported. It runs 2,000 jobs by
+// default and the full 100,000 with BOSON_E2E_BULK_FULL=1 (or any multiple
+// of 10 with BOSON_E2E_BULK_N).
+//
 // Scenarios decide time with a core.ManualClock and wait for outcomes on
 // conditions with deadlines, never on fixed sleeps.
 //

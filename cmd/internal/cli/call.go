@@ -12,6 +12,10 @@ import (
 
 const defaultURL = store.DefaultURL
 
+// defaultTimeout bounds a command without --timeout (but bench, serve,
+// bulk and delete-queue).
+const defaultTimeout = 30 * time.Second
+
 // call is the state of one invocation: common flags, arguments, the store.
 type call struct {
 	env       Env
@@ -34,9 +38,9 @@ func (c *call) common(fs *flag.FlagSet) {
 	fs.BoolVar(&c.noMigrate, "no-migrate", c.noMigrate, "do not create or upgrade the SQL schema on open")
 	def := c.timeout
 	if def == 0 {
-		def = 30 * time.Second
+		def = defaultTimeout
 	}
-	fs.DurationVar(&c.timeout, "timeout", def, "give up after this `duration` (bench and serve ignore it)")
+	fs.DurationVar(&c.timeout, "timeout", def, "give up after this `duration` (default for bench, serve, bulk and delete-queue: none)")
 }
 
 // storeURL is the URL flag, else BOSON_URL, else the default.
@@ -55,7 +59,11 @@ func (c *call) open(ctx context.Context) (*store.Store, error) {
 	if c.st != nil {
 		return c.st, nil
 	}
-	st, err := store.Open(ctx, c.storeURL(), store.Options{})
+	open := func(ctx context.Context) (*store.Store, error) { return store.Open(ctx, c.storeURL(), store.Options{}) }
+	if c.env.openStore != nil {
+		open = c.env.openStore
+	}
+	st, err := open(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -82,6 +90,18 @@ func (c *call) withTimeout(ctx context.Context) (context.Context, context.Cancel
 		return context.WithCancel(ctx)
 	}
 	return context.WithTimeout(ctx, c.timeout)
+}
+
+// withExplicitTimeout bounds ctx by --timeout only when it was given:
+// long operations (bulk, delete-queue) run to the end by default, and an
+// interrupt stops them where they can resume.
+func (c *call) withExplicitTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	set := c.timeout != defaultTimeout
+	c.fs.Visit(func(f *flag.Flag) { set = set || f.Name == "timeout" })
+	if !set {
+		return context.WithCancel(ctx)
+	}
+	return c.withTimeout(ctx)
 }
 
 // printJSON writes v as indented JSON to stdout.

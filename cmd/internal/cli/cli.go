@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/boson-go/boson/cmd/internal/store"
 	"github.com/boson-go/boson/core"
 )
 
@@ -30,6 +31,9 @@ const (
 	ExitRefused = 4
 	// ExitCheckFailed: bench found jobs lost, run twice or miscounted.
 	ExitCheckFailed = 5
+	// ExitUnsupported: the store does not offer the operation (its backend
+	// lacks the optional capability, core.ErrUnsupported).
+	ExitUnsupported = 6
 )
 
 // Env is the outside world of one invocation.
@@ -44,6 +48,9 @@ type Env struct {
 	// wrapBackend, when set, wraps every backend bench opens: the tests
 	// of the self-check hand it stores that break a promise.
 	wrapBackend func(core.QueueBackend) core.QueueBackend
+	// openStore, when set, replaces opening the store URL: the tests hand
+	// every invocation the same in-memory store.
+	openStore func(ctx context.Context) (*store.Store, error)
 }
 
 func (e Env) getenv(k string) string {
@@ -95,7 +102,7 @@ Global flags (accepted before or after the command):
   --url URL        the store (default: $BOSON_URL, else %s)
   --json           print JSON for scripts instead of tables
   --no-migrate     do not create or upgrade the SQL schema on open
-  --timeout D      give up after D (default 30s; bench and serve: none)
+  --timeout D      give up after D (default 30s; bench, serve, bulk, delete-queue: none)
 
 Store URLs:
   mem:                                      in-process memory (gone at exit)
@@ -115,6 +122,7 @@ Exit codes:
   3  not found (job id unknown)
   4  refused: the job's state does not allow it, idempotency conflict, task limit
   5  bench: the self-check failed (a job lost, run twice or miscounted)
+  6  unsupported: the store does not offer this operation
 
 Run "boson <command> --help" for a command's flags.
 `
@@ -124,13 +132,13 @@ func writeGlobalHelp(w io.Writer) {
 	cs := append([]*command(nil), commands...)
 	sort.SliceStable(cs, func(i, j int) bool { return order(cs[i].name) < order(cs[j].name) })
 	for _, c := range cs {
-		fmt.Fprintf(&b, "  %-9s %s\n", c.name, c.summary)
+		fmt.Fprintf(&b, "  %-12s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintf(w, globalHelp, b.String(), defaultURL)
 }
 
 func order(name string) int {
-	for i, n := range []string{"migrate", "enqueue", "jobs", "cancel", "retry", "stats", "pause", "resume", "serve", "bench", "help"} {
+	for i, n := range []string{"migrate", "enqueue", "jobs", "runs", "tasks", "cancel", "retry", "delete", "delete-queue", "bulk", "stats", "pause", "resume", "serve", "bench", "help"} {
 		if n == name {
 			return i
 		}
@@ -262,6 +270,8 @@ func exitCode(err error) int {
 		return ExitUsage
 	case errors.As(err, &ce):
 		return ExitCheckFailed
+	case errors.Is(err, core.ErrUnsupported):
+		return ExitUnsupported
 	case errors.Is(err, core.ErrNotFound):
 		return ExitNotFound
 	case errors.Is(err, core.ErrInvalidState), errors.Is(err, core.ErrIdempotencyConflict), errors.Is(err, core.ErrRateLimited):

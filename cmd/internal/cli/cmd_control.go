@@ -62,7 +62,8 @@ pause is stored with the queue's config, so it survives restarts.`,
 
 // jobOutcome is the JSON shape of one id's outcome.
 type jobOutcome struct {
-	ID    string    `json:"id"`
+	ID string `json:"id"`
+	// Job is the job after the operation; absent after a delete.
 	Job   *core.Job `json:"job,omitempty"`
 	Error string    `json:"error,omitempty"`
 }
@@ -91,8 +92,15 @@ func eachJob(ctx context.Context, c *call, verb string, op func(context.Context,
 				fmt.Fprintf(c.env.Stderr, "boson: %s: %v\n", id, err)
 			}
 		} else {
-			o.Job = &j
-			if !c.jsonOut {
+			// An operation that leaves no job (delete) returns the zero Job.
+			if j.ID != "" {
+				o.Job = &j
+			}
+			switch {
+			case c.jsonOut:
+			case j.ID == "":
+				c.printf("%s %s\n", verb, id)
+			default:
 				c.printf("%s %s (state %s)\n", verb, id, j.State)
 			}
 		}

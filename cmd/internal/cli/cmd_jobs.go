@@ -13,10 +13,11 @@ import (
 )
 
 type jobsFlags struct {
-	queue, task, states, cursor string
-	limit                       int
-	desc, all                   bool
-	runs, checkpoints           bool
+	searchFlags
+	cursor            string
+	limit             int
+	desc, all         bool
+	runs, checkpoints bool
 }
 
 func init() {
@@ -28,16 +29,17 @@ func init() {
 first), one page of --limit at a time; the last line names the cursor of the
 next page ("next: ID", pass it as --cursor), or use --all to follow every page.
 Filters combine: --queue, --task and --state (comma-separated states: queued,
-running, sleeping, succeeded, failed, cancelled).
+running, sleeping, succeeded, failed, cancelled); the search filters --header,
+--id-prefix, --ids, --created-from/--created-to and --finished-from/
+--finished-to need a store that offers search (else exit 6). Times are RFC
+3339, a date, or a duration ago such as 2h.
 
 "boson jobs get ID" shows one job with its payload, result and last error;
 --runs adds its runs, --checkpoints its checkpoints. An unknown id exits 3.`,
 		flags: func(fs *flag.FlagSet, c *call) {
 			jf := &jobsFlags{}
 			c.opts = jf
-			fs.StringVar(&jf.queue, "queue", "", "only jobs of this `queue`")
-			fs.StringVar(&jf.task, "task", "", "only jobs of this `task`")
-			fs.StringVar(&jf.states, "state", "", "only jobs in these `states` (comma-separated)")
+			jf.searchFlags.register(fs)
 			fs.IntVar(&jf.limit, "limit", core.DefaultPageSize, fmt.Sprintf("page `size`, at most %d", core.MaxPageSize))
 			fs.StringVar(&jf.cursor, "cursor", "", "continue after this job `id` (the \"next\" of the previous page)")
 			fs.BoolVar(&jf.desc, "desc", false, "newest first")
@@ -71,21 +73,16 @@ func runJobs(ctx context.Context, c *call) error {
 	return usagef("unknown jobs subcommand %q; want list or get", sub)
 }
 
-func (f *jobsFlags) filter() (core.JobFilter, error) {
-	filter := core.JobFilter{Queue: f.queue, Task: f.task, Limit: f.limit, Cursor: f.cursor, Desc: f.desc}
-	if f.states != "" {
-		for _, s := range strings.Split(f.states, ",") {
-			st, err := core.ParseJobState(strings.TrimSpace(s))
-			if err != nil {
-				return filter, err
-			}
-			filter.States = append(filter.States, st)
-		}
+func (f *jobsFlags) filter() (core.JobSearch, error) {
+	s, err := f.search(time.Now())
+	if err != nil {
+		return s, err
 	}
+	s.Limit, s.Cursor, s.Desc = f.limit, f.cursor, f.desc
 	if f.limit < 1 || f.limit > core.MaxPageSize {
-		return filter, usagef("--limit %d is outside [1, %d]", f.limit, core.MaxPageSize)
+		return s, usagef("--limit %d is outside [1, %d]", f.limit, core.MaxPageSize)
 	}
-	return filter, core.ValidateJobFilter(filter)
+	return s, core.ValidateJobSearch(s)
 }
 
 // jobsPage is the JSON shape of a listing.
@@ -105,9 +102,19 @@ func listJobs(ctx context.Context, c *call, jf *jobsFlags) error {
 	if err != nil {
 		return err
 	}
+	list := func(ctx context.Context, s core.JobSearch) (core.JobPage, error) {
+		return st.Backend.ListJobs(ctx, s.JobFilter)
+	}
+	if jf.searching() {
+		js, err := capability[core.JobSearcher](st, "job search (--header, --id-prefix, --ids, time ranges)")
+		if err != nil {
+			return err
+		}
+		list = js.SearchJobs
+	}
 	out := jobsPage{Jobs: []core.Job{}}
 	for {
-		page, err := st.Backend.ListJobs(ctx, filter)
+		page, err := list(ctx, filter)
 		if err != nil {
 			return err
 		}
@@ -201,9 +208,9 @@ func getJob(ctx context.Context, c *call, jf *jobsFlags, id string) error {
 	if len(d.Runs) > 0 {
 		c.printf("\nruns:\n")
 		tw = tabwriter.NewWriter(c.env.Stdout, 2, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "  ATTEMPT\tSTATUS\tWORKER\tTOKEN\tSTARTED\tDURATION\tERROR")
+		fmt.Fprintln(tw, "  RUN\tATTEMPT\tSTATUS\tWORKER\tSTARTED\tDURATION\tERROR")
 		for _, r := range d.Runs {
-			fmt.Fprintf(tw, "  %d\t%s\t%s\t%d\t%s\t%s\t%s\n", r.Attempt, r.Status, r.WorkerID, r.Token, stamp(r.StartedAt), r.Duration(), oneLine(r.Error, 60))
+			fmt.Fprintf(tw, "  %s\t%d\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Attempt, r.Status, r.WorkerID, stamp(r.StartedAt), r.Duration(), oneLine(r.Error, 60))
 		}
 		if err := tw.Flush(); err != nil {
 			return err

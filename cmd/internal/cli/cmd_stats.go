@@ -34,8 +34,7 @@ func init() {
 		help: `Without --task: one row per queue with its job counts by state and whether it
 is paused (--queue limits the rows). With --task (repeatable or
 comma-separated): one row per task with its job counts, its run counts by
-status and the summed run time. The contract has no listing of task names,
-so tasks are named explicitly.`,
+status and the summed run time. "boson tasks" lists every task's name.`,
 		flags: func(fs *flag.FlagSet, c *call) {
 			f := &statsFlags{}
 			c.opts = f
