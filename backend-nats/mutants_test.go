@@ -87,8 +87,8 @@ var storeMutants = []mutants.Mutant{{
 	Name:   "cleanup-deletes-live",
 	Breaks: []string{mutants.CleanupTerminalOnly},
 	Edits: []mutants.Edit{{File: "apply.go",
-		Find:    "\tfor _, r := range doomed {\n\t\ts.remove(r)\n\t}",
-		Replace: "\tfor _, r := range s.running {\n\t\tdoomed = append(doomed, r)\n\t}\n\tfor _, r := range doomed {\n\t\ts.remove(r)\n\t}"}},
+		Find:    "the retention index names job %s, which the replica does not hold\", core.ErrInvalidState, missing)\n\t}\n\tfor _, r := range doomed {",
+		Replace: "the retention index names job %s, which the replica does not hold\", core.ErrInvalidState, missing)\n\t}\n\tfor _, r := range s.running {\n\t\tdoomed = append(doomed, r)\n\t}\n\tfor _, r := range doomed {"}},
 	CaughtBy: []string{"Cleanup/OnlyTerminalBeforeHorizon"},
 }, {
 	Name:     "cleanup-keeps-key",

@@ -94,12 +94,15 @@ var storeMutants = []mutants.Mutant{{
 }, {
 	Name:     "cleanup-keeps-key",
 	Breaks:   []string{mutants.CleanupReleasesKey},
-	Edits:    []mutants.Edit{{File: "lua_control.go", Find: `if v and string.sub(v, 1, #id + 1) == id .. ':' then redis.call('HDEL', k.idem, r[RIK]) end`, Replace: ``}},
+	Edits:    []mutants.Edit{{File: "lua_lib.go", Find: `if v and string.sub(v, 1, #id + 1) == id .. ':' then redis.call('HDEL', k.idem, r[RIK]) end`, Replace: ``}},
 	CaughtBy: []string{"Idempotency/ReleasedByCleanup"},
 }, {
-	Name:     "page-repeats-cursor",
-	Breaks:   []string{mutants.PagesExactlyOnce},
-	Edits:    []mutants.Edit{{File: "reads.go", Find: `r.Min = "(" + p + f.Cursor`, Replace: `r.Min = "[" + p + f.Cursor`}},
+	Name:   "page-repeats-cursor",
+	Breaks: []string{mutants.PagesExactlyOnce},
+	Edits: []mutants.Edit{
+		{File: "walk.go", Find: "at := \"(\"\n\t\tif w.incl {", Replace: "at := \"[\"\n\t\tif w.incl {"},
+		{File: "walk.go", Find: "case w.incl && id == w.pos:", Replace: "case id == w.pos:"},
+	},
 	CaughtBy: []string{"Reads/PaginationAscending", "Reads/PaginationExactPages"},
 }, {
 	Name:   "queues-share-keys",
