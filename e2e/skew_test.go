@@ -152,7 +152,7 @@ func TestClockSkewNATS(t *testing.T) {
 		id := fmt.Sprintf("skew-%v", offsets[i])
 		w, err := boson.NewWorker(p, boson.WorkerOptions{
 			ID: id, Queues: []string{"skew"}, Concurrency: 40, Clock: skewedClock{offsets[i]}, Logger: quiet,
-			LeaseTTL: time.Second, HeartbeatInterval: 200 * time.Millisecond, PollInterval: 50 * time.Millisecond,
+			LeaseTTL: 3 * time.Second, HeartbeatInterval: 500 * time.Millisecond, PollInterval: 50 * time.Millisecond,
 			RescueInterval: 100 * time.Millisecond, RetentionInterval: -1, ShutdownGrace: 10 * time.Second,
 		})
 		if err != nil {
@@ -169,7 +169,7 @@ func TestClockSkewNATS(t *testing.T) {
 			mu.Unlock()
 			d := 5 * time.Millisecond
 			if n < long {
-				d = 2500 * time.Millisecond // two and a half lease TTLs
+				d = 7500 * time.Millisecond // two and a half lease TTLs
 			}
 			select {
 			case <-time.After(d):
