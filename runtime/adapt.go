@@ -5,7 +5,7 @@ import "time"
 // Tuning of adaptive slots (see [WorkerOptions.Concurrency]).
 const (
 	// adaptTick is the shortest window the slots are judged over.
-	adaptTick = 50 * time.Millisecond
+	adaptTick = 25 * time.Millisecond
 	// adaptLong is how long a handler runs before it stops holding a
 	// slot (see [Worker.free]).
 	adaptLong = time.Second
@@ -17,7 +17,7 @@ const (
 	adaptGain = 1.1
 	// adaptHold is how many windows the slots stay put after a growth
 	// was undone.
-	adaptHold = 20
+	adaptHold = 10
 )
 
 // adapter sizes a worker's slots. It is owned by the claim loop's
