@@ -55,6 +55,10 @@ type registration struct {
 	task    string
 	exec    Executor
 	timeout time.Duration
+
+	signatures []string        // accepted job signatures; none means every job
+	sigPolicy  SignaturePolicy // 0 means the worker's
+	sig        *signatureGuard // nil when every job is accepted
 }
 
 // Register makes w run fn for every job of task t. The input is decoded from
@@ -64,6 +68,9 @@ type registration struct {
 func Register[In, Out any](w *Worker, t Task[In, Out], fn func(ctx context.Context, in In) (Out, error), opts ...HandlerOption) error {
 	if fn == nil {
 		return fmt.Errorf("%w: handler of %s is nil", core.ErrInvalidArgument, t.name)
+	}
+	if err := t.Validate(); err != nil {
+		return err
 	}
 	inWhat, outWhat := "input of "+t.name, "output of "+t.name
 	exec := ExecuteFunc(func(ctx context.Context, ex *Execution) ([]byte, error) {
@@ -81,7 +88,7 @@ func Register[In, Out any](w *Worker, t Task[In, Out], fn func(ctx context.Conte
 		}
 		return b, nil
 	})
-	return w.RegisterExecutor(t.name, exec, opts...)
+	return w.RegisterExecutor(t.name, exec, append([]HandlerOption{AcceptSignatures(t.sig)}, opts...)...)
 }
 
 // RegisterExecutor makes w run exec for every job of the task named task.
@@ -104,6 +111,10 @@ func (w *Worker) RegisterExecutor(task string, exec Executor, opts ...HandlerOpt
 	}
 	if r.timeout < 0 {
 		return fmt.Errorf("%w: attempt timeout %v must not be negative", core.ErrInvalidArgument, r.timeout)
+	}
+	var err error
+	if r.sig, err = w.newSignatureGuard(r); err != nil {
+		return err
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()

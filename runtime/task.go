@@ -3,6 +3,7 @@ package boson
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	"github.com/boson-go/boson/core"
 )
@@ -15,22 +16,31 @@ import (
 // introduce a new name for an incompatible version.
 type Task[In, Out any] struct {
 	name string
+	sig  string
 }
 
 // NewTask returns the task called name with input type In and output type
 // Out. Inputs and outputs travel as JSON. The name must satisfy
 // [core.ValidateName]; an invalid name is reported by every spawn and by
-// registration, never by a panic.
-func NewTask[In, Out any](name string) Task[In, Out] {
-	return Task[In, Out]{name: name}
+// registration, never by a panic. Every job records the task's
+// [Task.Signature], derived from the shape of In or from a [Version]
+// option, and a worker whose handler has another signature refuses the
+// job before decoding it (see [SignaturePolicy]).
+func NewTask[In, Out any](name string, opts ...TaskOption) Task[In, Out] {
+	return Task[In, Out]{name: name, sig: taskSignature(reflect.TypeFor[In](), opts)}
 }
 
 // Name returns the persisted task name.
 func (t Task[In, Out]) Name() string { return t.name }
 
-// Validate reports whether the task's name is valid, with an error wrapping
-// [core.ErrInvalidArgument] when it is not.
-func (t Task[In, Out]) Validate() error { return core.ValidateName("task", t.name) }
+// Validate reports whether the task's name and version are valid, with an
+// error wrapping [core.ErrInvalidArgument] when they are not.
+func (t Task[In, Out]) Validate() error {
+	if err := core.ValidateName("task", t.name); err != nil {
+		return err
+	}
+	return validateSignature(t.sig)
+}
 
 // encode marshals v as JSON, wrapping failures in core.ErrInvalidArgument.
 func encode(what string, v any) ([]byte, error) {
