@@ -10,10 +10,10 @@ import (
 
 // Task ties a stable, persisted task name to the Go types of its input and
 // output. Producers and workers share one Task value; nothing is registered
-// globally. The name is part of the durable compatibility boundary: jobs
-// already stored under it are decoded with In and their results with Out, so
-// keep both types' JSON encodings compatible while old work may exist, or
-// introduce a new name for an incompatible version.
+// globally. The name and the [Task.Signature] are the durable compatibility
+// boundary: a worker decodes with In only jobs whose recorded signature its
+// handler accepts, and the client decodes their results with Out, so keep
+// Out's JSON encoding compatible while old work may exist.
 type Task[In, Out any] struct {
 	name string
 	sig  string
