@@ -61,10 +61,12 @@ type registration struct {
 	sig        *signatureGuard // nil when every job is accepted
 }
 
-// Register makes w run fn for every job of task t. The input is decoded from
-// JSON (a payload that does not decode fails the job permanently, never
-// reaching fn with the wrong type) and the output encoded as JSON. It must
-// be called before [Worker.Start].
+// Register makes w run fn for every job of task t. A job recorded with
+// another signature than t's (see [Task.Signature], [AcceptSignatures]) is
+// refused by the worker's [SignaturePolicy] before anything decodes it. The
+// input is decoded from JSON (a payload that does not decode fails the job
+// permanently, never reaching fn with the wrong type) and the output
+// encoded as JSON. It must be called before [Worker.Start].
 func Register[In, Out any](w *Worker, t Task[In, Out], fn func(ctx context.Context, in In) (Out, error), opts ...HandlerOption) error {
 	if fn == nil {
 		return fmt.Errorf("%w: handler of %s is nil", core.ErrInvalidArgument, t.name)
