@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/boson-go/boson/core"
@@ -79,20 +80,94 @@ var basicScenarios = []scenario{
 		e.eventually("unhandled metric", func() bool { return w.Metrics().Total.Unhandled == 1 })
 	}},
 	{"signature_mismatch", func(e *env) {
-		// A producer built against an old input type: the worker refuses
-		// the payload permanently instead of decoding it into the wrong type.
-		oldShape := boson.NewTask[string, int]("typed")
-		newShape := boson.NewTask[struct{ N int }, int]("typed")
-		w := e.worker(nil)
-		e.must(boson.Register(w, newShape, func(_ context.Context, in struct{ N int }) (int, error) { return in.N, nil }))
+		// A producer built against an old input type whose JSON still
+		// decodes into the new one: the worker refuses it by its signature,
+		// permanently under SignatureFail, and never calls the handler.
+		w := e.worker(func(o *boson.WorkerOptions) { o.SignatureMismatch = boson.SignatureFail })
+		var calls atomic.Int32
+		e.must(boson.Register(w, typedNew, typedHandler(&calls)))
 		e.start(w)
-		h, err := boson.Spawn(e.ctx, e.client, oldShape, "not an object")
+		h, err := boson.Spawn(e.ctx, e.client, typedOld, typedOldIn{Cents: 250})
 		e.must(err)
-		if _, err := h.Wait(e.ctx); !errors.Is(err, boson.ErrTaskFailed) || !contains(err.Error(), "decode input") {
+		if j := e.job(h.ID()); j.Headers[boson.SignatureHeader] != typedOld.Signature() {
+			e.Fatalf("headers %v", j.Headers)
+		}
+		_, err = h.Wait(e.ctx)
+		var te *boson.TaskError
+		if !errors.As(err, &te) || te.State != core.StateFailed {
 			e.Fatalf("wait: %v", err)
+		}
+		for _, want := range []string{"signature mismatch", "typed", typedOld.Signature(), typedNew.Signature()} {
+			if !contains(te.Message, want) {
+				e.Fatalf("error %q does not name %q", te.Message, want)
+			}
 		}
 		if j := e.job(h.ID()); j.Attempt != 1 {
 			e.Fatalf("attempts %d", j.Attempt)
+		}
+		// A job without a signature (an older or non-Go producer) runs as
+		// before, and so does one of the worker's own signature.
+		res, err := e.b.Enqueue(e.ctx, []core.EnqueueRequest{{Queue: core.DefaultQueue, Task: "typed", Payload: []byte(`{"N":2}`)}})
+		e.must(err)
+		if j := e.waitState(res[0].Job.ID, core.StateSucceeded); string(j.Result) != "2" {
+			e.Fatalf("unsigned job: %+v", j)
+		}
+		h2, err := boson.Spawn(e.ctx, e.client, typedNew, typedNewIn{N: 3})
+		e.must(err)
+		if out, err := h2.Wait(e.ctx); err != nil || out != 3 {
+			e.Fatalf("matching job: %v %v", out, err)
+		}
+		if calls.Load() != 2 {
+			e.Fatalf("handler calls %d", calls.Load())
+		}
+	}},
+	{"signature_mismatch_wait", func(e *env) {
+		// Under SignatureWait (the default) a worker of the old build
+		// leaves a new-build job sleeping, without consuming an attempt,
+		// until a worker of the new build takes it.
+		old := e.worker(func(o *boson.WorkerOptions) { o.ID = "old-build" })
+		var oldCalls atomic.Int32
+		e.must(boson.Register(old, typedOld, func(_ context.Context, in typedOldIn) (int, error) {
+			oldCalls.Add(1)
+			return in.Cents, nil
+		}))
+		e.start(old)
+		start := e.clock.Now()
+		h, err := boson.Spawn(e.ctx, e.client, typedNew, typedNewIn{N: 4})
+		e.must(err)
+		if j := e.waitState(h.ID(), core.StateSleeping); j.Attempt != 1 || !j.RunAt.Equal(start.Add(time.Second)) {
+			e.Fatalf("after the first refusal: %+v", j)
+		}
+		e.clock.Advance(time.Second)
+		e.eventually("the second refusal", func() bool {
+			j := e.job(h.ID())
+			return j.State == core.StateSleeping && j.RunAt.Equal(start.Add(3*time.Second))
+		})
+		fresh := e.worker(func(o *boson.WorkerOptions) { o.ID = "new-build" })
+		var calls atomic.Int32
+		e.must(boson.Register(fresh, typedNew, typedHandler(&calls)))
+		e.start(fresh)
+		// Both builds now serve the queue: wake the job until the new
+		// build wins a claim.
+		var j core.Job
+		e.eventually("the new build to run the job", func() bool {
+			if j = e.job(h.ID()); j.State == core.StateSleeping && j.RunAt.After(e.clock.Now()) {
+				e.clock.Set(j.RunAt)
+			}
+			return j.State == core.StateSucceeded
+		})
+		if out, err := h.Wait(e.ctx); err != nil || out != 4 || j.Attempt != 1 || calls.Load() != 1 || oldCalls.Load() != 0 {
+			e.Fatalf("out %v %v, attempt %d, calls %d, old calls %d", out, err, j.Attempt, calls.Load(), oldCalls.Load())
+		}
+		rs := e.runs(h.ID())
+		for i, r := range rs {
+			last := i == len(rs)-1
+			if last && (r.Status != core.RunSucceeded || r.WorkerID != "new-build") || !last && (r.Status != core.RunSleeping || r.WorkerID != "old-build") {
+				e.Fatalf("run %d of %d: %+v", i, len(rs), r)
+			}
+		}
+		if len(rs) < 3 {
+			e.Fatalf("%d runs", len(rs))
 		}
 	}},
 	{"priorities", func(e *env) {

@@ -33,3 +33,23 @@ func failTimes(n int32) (func(context.Context, int) (int, error), *atomic.Int32)
 		return in, nil
 	}, &calls
 }
+
+// The input of the "typed" task before and after a change of meaning that
+// keeps its JSON: the old build sent cents under "N", the new one a count.
+type typedOldIn struct {
+	Cents int `json:"N"`
+}
+type typedNewIn struct{ N int }
+
+var (
+	typedOld = boson.NewTask[typedOldIn, int]("typed")
+	typedNew = boson.NewTask[typedNewIn, int]("typed")
+)
+
+// typedHandler returns a handler of typedNew that counts its calls.
+func typedHandler(calls *atomic.Int32) func(context.Context, typedNewIn) (int, error) {
+	return func(_ context.Context, in typedNewIn) (int, error) {
+		calls.Add(1)
+		return in.N, nil
+	}
+}

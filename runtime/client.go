@@ -108,6 +108,11 @@ func (t Task[In, Out]) Request(in In, opts ...SpawnOption) Request {
 			o(&r.cfg)
 		}
 	}
+	if r.err == nil {
+		if r.err = validateSignature(t.sig); r.err == nil {
+			r.err = stampSignature(&r.cfg, t.sig)
+		}
+	}
 	return r
 }
 

@@ -55,15 +55,24 @@ type registration struct {
 	task    string
 	exec    Executor
 	timeout time.Duration
+
+	signatures []string        // accepted job signatures; none means every job
+	sigPolicy  SignaturePolicy // 0 means the worker's
+	sig        *signatureGuard // nil when every job is accepted
 }
 
-// Register makes w run fn for every job of task t. The input is decoded from
-// JSON (a payload that does not decode fails the job permanently, never
-// reaching fn with the wrong type) and the output encoded as JSON. It must
-// be called before [Worker.Start].
+// Register makes w run fn for every job of task t. A job recorded with
+// another signature than t's (see [Task.Signature], [AcceptSignatures]) is
+// refused by the worker's [SignaturePolicy] before anything decodes it. The
+// input is decoded from JSON (a payload that does not decode fails the job
+// permanently, never reaching fn with the wrong type) and the output
+// encoded as JSON. It must be called before [Worker.Start].
 func Register[In, Out any](w *Worker, t Task[In, Out], fn func(ctx context.Context, in In) (Out, error), opts ...HandlerOption) error {
 	if fn == nil {
 		return fmt.Errorf("%w: handler of %s is nil", core.ErrInvalidArgument, t.name)
+	}
+	if err := t.Validate(); err != nil {
+		return err
 	}
 	inWhat := "input of " + t.name
 	encodeOut := encoderFor[Out]("output of " + t.name)
@@ -82,7 +91,7 @@ func Register[In, Out any](w *Worker, t Task[In, Out], fn func(ctx context.Conte
 		}
 		return b, nil
 	})
-	return w.RegisterExecutor(t.name, exec, opts...)
+	return w.RegisterExecutor(t.name, exec, append([]HandlerOption{AcceptSignatures(t.sig)}, opts...)...)
 }
 
 // RegisterExecutor makes w run exec for every job of the task named task.
@@ -105,6 +114,10 @@ func (w *Worker) RegisterExecutor(task string, exec Executor, opts ...HandlerOpt
 	}
 	if r.timeout < 0 {
 		return fmt.Errorf("%w: attempt timeout %v must not be negative", core.ErrInvalidArgument, r.timeout)
+	}
+	var err error
+	if r.sig, err = w.newSignatureGuard(r); err != nil {
+		return err
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()

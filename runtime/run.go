@@ -134,6 +134,9 @@ func (w *Worker) execute(q queueSource, c *counterSet, job core.Job) {
 		w.fail(a, c, fmt.Errorf("%w: %s", ErrNoHandler, job.Task), false, false)
 		return
 	}
+	if reg.sig != nil && w.refuseSignature(a, c, reg.sig) {
+		return
+	}
 
 	start := time.Now()
 	a.begun = start

@@ -1,7 +1,6 @@
 package boson
 
 import (
-	"encoding"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,28 +12,37 @@ import (
 
 // Task ties a stable, persisted task name to the Go types of its input and
 // output. Producers and workers share one Task value; nothing is registered
-// globally. The name is part of the durable compatibility boundary: jobs
-// already stored under it are decoded with In and their results with Out, so
-// keep both types' JSON encodings compatible while old work may exist, or
-// introduce a new name for an incompatible version.
+// globally. The name and the [Task.Signature] are the durable compatibility
+// boundary: a worker decodes with In only jobs whose recorded signature its
+// handler accepts, and the client decodes their results with Out, so keep
+// Out's JSON encoding compatible while old work may exist.
 type Task[In, Out any] struct {
 	name string
+	sig  string
 }
 
 // NewTask returns the task called name with input type In and output type
 // Out. Inputs and outputs travel as JSON. The name must satisfy
 // [core.ValidateName]; an invalid name is reported by every spawn and by
-// registration, never by a panic.
-func NewTask[In, Out any](name string) Task[In, Out] {
-	return Task[In, Out]{name: name}
+// registration, never by a panic. Every job records the task's
+// [Task.Signature], derived from the shape of In or from a [Version]
+// option, and a worker whose handler has another signature refuses the
+// job before decoding it (see [SignaturePolicy]).
+func NewTask[In, Out any](name string, opts ...TaskOption) Task[In, Out] {
+	return Task[In, Out]{name: name, sig: taskSignature(reflect.TypeFor[In](), opts)}
 }
 
 // Name returns the persisted task name.
 func (t Task[In, Out]) Name() string { return t.name }
 
-// Validate reports whether the task's name is valid, with an error wrapping
-// [core.ErrInvalidArgument] when it is not.
-func (t Task[In, Out]) Validate() error { return core.ValidateName("task", t.name) }
+// Validate reports whether the task's name and version are valid, with an
+// error wrapping [core.ErrInvalidArgument] when they are not.
+func (t Task[In, Out]) Validate() error {
+	if err := core.ValidateName("task", t.name); err != nil {
+		return err
+	}
+	return validateSignature(t.sig)
+}
 
 // encode marshals v as JSON, wrapping failures in core.ErrInvalidArgument.
 func encode(what string, v any) ([]byte, error) {
@@ -121,10 +129,6 @@ func encoderFor[T any](what string) func(T) ([]byte, error) {
 	return func(v T) ([]byte, error) { return encode(what, v) }
 }
 
-var (
-	jsonMarshaler = reflect.TypeFor[json.Marshaler]()
-	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
-)
 
 // marshals reports whether t has a method that encoding/json would call.
 func marshals(t reflect.Type) bool {

@@ -88,6 +88,10 @@ type WorkerOptions struct {
 	// sees it and encodes results and checkpoints (see [PayloadCodec]);
 	// give the clients the same codec.
 	Codec PayloadCodec
+	// SignatureMismatch is what the worker does with a job whose recorded
+	// signature its handler does not accept (see [SignaturePolicy]); zero
+	// means [SignatureWait]. [OnSignatureMismatch] overrides it per task.
+	SignatureMismatch SignaturePolicy
 }
 
 // Environment variables read by [WorkerOptionsFromEnv]. Durations use Go
@@ -170,6 +174,9 @@ func (o WorkerOptions) withDefaults() (WorkerOptions, error) {
 		return o, err
 	}
 	if err := validateCodec(o.Codec); err != nil {
+		return o, err
+	}
+	if err := validateSignaturePolicy(o.SignatureMismatch); err != nil {
 		return o, err
 	}
 	if len(o.Queues) == 0 {
