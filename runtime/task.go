@@ -129,7 +129,6 @@ func encoderFor[T any](what string) func(T) ([]byte, error) {
 	return func(v T) ([]byte, error) { return encode(what, v) }
 }
 
-
 // marshals reports whether t has a method that encoding/json would call.
 func marshals(t reflect.Type) bool {
 	return t.Implements(jsonMarshaler) || t.Implements(textMarshaler)
