@@ -168,6 +168,55 @@ var spawnScenarios = []scenario{
 			e.Fatalf("rolled back job: %v", err)
 		}
 	}},
+	{"transactional_cancel_retry", func(e *env) {
+		// The stores with transactional spawn take cancel and retry in the
+		// caller's transaction too; the others refuse both.
+		h, err := boson.Spawn(e.ctx, e.client, echoTask, 1)
+		e.must(err)
+		if !e.factory.TxEnqueue {
+			if _, err := e.client.CancelTx(e.ctx, struct{}{}, h.ID(), "x"); !errors.Is(err, core.ErrUnsupported) {
+				e.Fatalf("CancelTx on a backend without transactions: %v", err)
+			}
+			if _, err := e.client.RetryTx(e.ctx, struct{}{}, h.ID()); !errors.Is(err, core.ErrUnsupported) {
+				e.Fatalf("RetryTx on a backend without transactions: %v", err)
+			}
+			return
+		}
+		tx, _, rollback := e.factory.BeginTx(e.ctx, e, e.b)
+		_, err = e.client.CancelTx(e.ctx, tx, h.ID(), "rolled back")
+		e.must(err)
+		e.must(rollback())
+		if j := e.job(h.ID()); j.State != core.StateQueued {
+			e.Fatalf("a rolled-back cancel left %s", j.State)
+		}
+		tx, commit, _ := e.factory.BeginTx(e.ctx, e, e.b)
+		_, err = e.client.CancelTx(e.ctx, tx, h.ID(), "withdrawn")
+		e.must(err)
+		e.must(commit())
+		if j := e.job(h.ID()); j.State != core.StateCancelled || j.LastError != "withdrawn" {
+			e.Fatalf("a committed cancel left %s (%q)", j.State, j.LastError)
+		}
+		tx, _, rollback = e.factory.BeginTx(e.ctx, e, e.b)
+		_, err = e.client.RetryTx(e.ctx, tx, h.ID())
+		e.must(err)
+		e.must(rollback())
+		if j := e.job(h.ID()); j.State != core.StateCancelled {
+			e.Fatalf("a rolled-back retry left %s", j.State)
+		}
+		tx, commit, _ = e.factory.BeginTx(e.ctx, e, e.b)
+		_, err = e.client.RetryTx(e.ctx, tx, h.ID())
+		e.must(err)
+		e.must(commit())
+		if j := e.job(h.ID()); j.State != core.StateQueued {
+			e.Fatalf("a committed retry left %s", j.State)
+		}
+		w := e.worker(nil)
+		e.must(boson.Register(w, echoTask, echo))
+		e.start(w)
+		if got, err := h.Wait(e.ctx); err != nil || got != 1 {
+			e.Fatalf("the retried job gave %v, %v", got, err)
+		}
+	}},
 	{"router_two_backends", func(e *env) {
 		other := e.factory.New(e, e.clock)
 		r := core.NewRouter(e.b)
