@@ -206,7 +206,7 @@ func (e *Engine) MigrateDown(ctx context.Context, dir string, to int, prelude fu
 			}
 		}
 		if len(refused) > 0 {
-			return fmt.Errorf("%w: down to %d would undo %s", ErrIrreversible, to, strings.Join(refused, "; "))
+			return fmt.Errorf("%w: down to %d would undo %s; nothing was changed", ErrIrreversible, to, strings.Join(refused, "; "))
 		}
 		for _, s := range steps {
 			sql, err := downs[dir][s.Version].sql(all)
