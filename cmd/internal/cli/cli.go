@@ -26,8 +26,9 @@ const (
 	ExitUsage = 2
 	// ExitNotFound: a job (or other named object) does not exist.
 	ExitNotFound = 3
-	// ExitRefused: the job's state does not allow the operation, or an
-	// idempotency key conflict or a task limit refused an enqueue.
+	// ExitRefused: the job's state does not allow the operation, an
+	// idempotency key conflict or a task limit refused an enqueue, or a
+	// migrate down would undo a version that has no safe down step.
 	ExitRefused = 4
 	// ExitCheckFailed: bench found jobs lost, run twice or miscounted.
 	ExitCheckFailed = 5
@@ -120,7 +121,8 @@ Exit codes:
   1  operational error (store unreachable, I/O, timeout)
   2  usage error: bad flags or arguments, or input the store refused as invalid
   3  not found (job id unknown)
-  4  refused: the job's state does not allow it, idempotency conflict, task limit
+  4  refused: the job's state does not allow it, idempotency conflict, task limit,
+     migrate down past a version that cannot be undone safely
   5  bench: the self-check failed (a job lost, run twice or miscounted)
   6  unsupported: the store does not offer this operation
 

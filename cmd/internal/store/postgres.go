@@ -44,7 +44,7 @@ func openPostgres(ctx context.Context, raw string, opts Options) (*Store, error)
 		pool.Close()
 		return nil, fmt.Errorf("postgres %s: %w", u.Redacted(), err)
 	}
-	s.Backend, s.migrate = b, b.Migrate
+	s.Backend, s.migrate, s.schema = b, b.Migrate, b
 	s.Location = u.Redacted() + " schema " + schema
 	s.Schema = schema
 	s.onClose(func() error { pool.Close(); return nil })

@@ -57,7 +57,7 @@ func openSQLite(ctx context.Context, raw, rest string, opts Options) (*Store, er
 		}
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	s := &Store{Backend: b, Kind: "sqlite", Location: path, migrate: b.Migrate, isolated: temp}
+	s := &Store{Backend: b, Kind: "sqlite", Location: path, migrate: b.Migrate, schema: b, isolated: temp}
 	if dir != "" {
 		s.onClose(func() error { return os.RemoveAll(dir) })
 	}

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/boson-go/boson/backend-sql/postgres"
 	"github.com/boson-go/boson/core"
 )
 
@@ -57,6 +58,7 @@ type Store struct {
 	wire     atomic.Int64
 	wireFn   func() int64
 	migrate  func(ctx context.Context) error
+	schema   schemaVersions
 	closers  []func() error
 	isolated bool
 }
@@ -74,6 +76,45 @@ func (s *Store) Migrate(ctx context.Context) error {
 		return fmt.Errorf("migrate %s: %w", s.Kind, err)
 	}
 	return nil
+}
+
+// Migration is one schema version as the store and this build see it
+// (the same type for SQLite and Postgres).
+type Migration = postgres.MigrationStatus
+
+// schemaVersions reads and undoes a SQL store's schema versions.
+type schemaVersions interface {
+	MigrationStatus(ctx context.Context) ([]Migration, error)
+	MigrateDown(ctx context.Context, to int) ([]int, error)
+}
+
+// MigrationStatus returns the versions this build embeds and those the
+// store records, in version order, without changing anything; nil for
+// stores without a schema.
+func (s *Store) MigrationStatus(ctx context.Context) ([]Migration, error) {
+	if s.schema == nil {
+		return nil, nil
+	}
+	st, err := s.schema.MigrationStatus(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("migrate status %s: %w", s.Kind, err)
+	}
+	return st, nil
+}
+
+// MigrateDown undoes the applied versions above to, or changes nothing
+// and returns an error wrapping core.ErrInvalidState when one of them
+// cannot be undone safely. It returns the versions it undid; none on
+// stores without a schema.
+func (s *Store) MigrateDown(ctx context.Context, to int) ([]int, error) {
+	if s.schema == nil {
+		return nil, nil
+	}
+	undone, err := s.schema.MigrateDown(ctx, to)
+	if err != nil {
+		return nil, fmt.Errorf("migrate down %s: %w", s.Kind, err)
+	}
+	return undone, nil
 }
 
 // WireCalls returns how many commands or statements this process has sent
