@@ -102,9 +102,10 @@ func (Postgres) Claim(ctx context.Context, e *Engine, req core.ClaimRequest, now
 
 // pgComplete finishes a batch in one statement: it marks the jobs
 // succeeded, writes their finished runs from the job rows, and notifies
-// each queue once. It finds the jobs by primary key: "state || ''" keeps
-// the planner from reading them through jobs_lease (whose predicate is
-// state = 'running'), which statistics make look small but which holds
+// each queue once. It finds the jobs by primary key: state concatenated
+// with an empty string keeps the planner from reading them through
+// jobs_lease (whose predicate is state = 'running'), which statistics
+// make look small but which holds
 // an entry for every job completed since vacuum last ran, so that a
 // held-back vacuum made every completion walk all of them.
 const pgComplete = `WITH clk AS (SELECT ` + pgNow + ` AS t),
