@@ -21,6 +21,10 @@ import (
 //   - ClaimComplete/batch100: claim 100 jobs and complete them in one call.
 //   - EndToEnd: producers enqueue while workers claim and complete, with a
 //     few goroutines each.
+//   - BulkCancel/native, BulkCancel/perJob: core.Bulk cancels queued jobs
+//     in steps of 1,000, through the backend's own core.BulkActor where
+//     it has one, and through one Cancel call per job (backends that
+//     search jobs only).
 //
 // Each reports jobs/s beside ns/op; b.N counts jobs, so ns/op is the time
 // per job. Names are stable, so benchstat can compare runs.
@@ -30,6 +34,8 @@ func Bench(b *testing.B, h Harness) {
 	b.Run("ClaimComplete/single", func(b *testing.B) { benchClaimComplete(b, h, 1) })
 	b.Run("ClaimComplete/batch100", func(b *testing.B) { benchClaimComplete(b, h, 100) })
 	b.Run("EndToEnd", func(b *testing.B) { benchEndToEnd(b, h) })
+	b.Run("BulkCancel/native", func(b *testing.B) { benchBulkCancel(b, h, false) })
+	b.Run("BulkCancel/perJob", func(b *testing.B) { benchBulkCancel(b, h, true) })
 }
 
 func benchBackend(b *testing.B, h Harness) core.QueueBackend {

@@ -87,7 +87,8 @@
 //     FindByIdempotencyKey). The Bulk area runs [core.Bulk] on a backend
 //     that declares Search (and Delete, for bulk deletes): cancel, retry
 //     and delete by filter in bounded steps, with exact counts while
-//     workers claim.
+//     workers claim. A backend that implements [core.BulkActor] runs
+//     those steps itself, so the same cases test its BulkStep.
 //
 // Notifications that a harness does not declare: [core.SubscribeQueue]
 // must report ok=false, or, where the backend type implements

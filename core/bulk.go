@@ -112,6 +112,32 @@ func ValidateBulk(r BulkRequest) error {
 	return ValidateJobSearch(s)
 }
 
+// BulkActor is implemented by backends that run a step of a bulk action
+// natively (in a few statements rather than one call per job). [Bulk]
+// validates the request, narrows req.Search.States to the states the
+// action applies to (never leaving them empty), answers DryRun itself and
+// only then calls BulkStep, with req.Search.States narrowed and DryRun
+// false. BulkStep must then keep Bulk's contract exactly:
+//   - it visits at most req.Limit jobs matching req.Search after
+//     req.Cursor, in SearchJobs order (Desc included), counting each in
+//     Matched, and reports Done when none is left after them, else a Next
+//     that resumes after the last job visited;
+//   - each visited job takes the action with the state check and effects
+//     of the per-job call (Cancel, Retry or DeleteJob with req.Force):
+//     Changed when the call would succeed (a job already cancelled counts
+//     as Changed by BulkCancel, as Cancel returns it without error),
+//     Skipped when the job moved to a state the action refuses or was
+//     deleted, Failed (with at most MaxBulkErrors Errors) otherwise, so
+//     that Changed+Skipped+Failed == Matched;
+//   - it is safe while workers claim and finish the same jobs: a job is
+//     never forced out of a state the action does not apply to;
+//   - on an error it returns the counts of the work that took effect and
+//     a Next from which the action resumes without missing a job (the
+//     jobs that took the action have left the narrowed states).
+type BulkActor interface {
+	BulkStep(ctx context.Context, req BulkRequest) (BulkResult, error)
+}
+
 // Bulk runs one bounded step of a bulk action on b: it reads up to
 // req.Limit jobs matching req.Search from SearchJobs pages, from
 // req.Cursor on, and applies the action to each with b's own per-job call
@@ -124,7 +150,8 @@ func ValidateBulk(r BulkRequest) error {
 // request. When ctx ends mid-step it returns the counts so far, with a
 // Next from which the action resumes (the jobs that already took it are
 // not visited again, since they left the states the action applies to),
-// and ctx's error.
+// and ctx's error. When b implements [BulkActor], Bulk validates and
+// narrows the request, answers DryRun, and hands the step to BulkStep.
 func Bulk(ctx context.Context, b QueueBackend, req BulkRequest) (BulkResult, error) {
 	if err := ValidateBulk(req); err != nil {
 		return BulkResult{}, err
@@ -157,6 +184,11 @@ func Bulk(ctx context.Context, b QueueBackend, req BulkRequest) (BulkResult, err
 		return res, nil
 	}
 
+	if ba, ok := b.(BulkActor); ok {
+		step := req
+		step.Search = s
+		return ba.BulkStep(ctx, step)
+	}
 	var res BulkResult
 	s.Cursor = req.Cursor
 	for int(res.Matched) < req.Limit {

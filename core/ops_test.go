@@ -3,6 +3,7 @@ package core_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -343,4 +344,45 @@ func TestBulkUnsupported(t *testing.T) {
 	}
 	_, err = core.Bulk(context.Background(), b, core.BulkRequest{Action: core.BulkRetry})
 	requireInvalid(t, "Bulk with no limit", err)
+}
+
+// recordingActor is a core.BulkActor that records the steps it is handed;
+// its other methods are nil, so Bulk must not call them.
+type recordingActor struct {
+	core.QueueBackend
+	core.JobSearcher
+	got []core.BulkRequest
+}
+
+func (r *recordingActor) BulkStep(_ context.Context, req core.BulkRequest) (core.BulkResult, error) {
+	r.got = append(r.got, req)
+	return core.BulkResult{Matched: 1, Changed: 1, Next: "next"}, nil
+}
+
+// TestBulkHandsStepToBulkActor: Bulk hands a backend's BulkActor the
+// request with its states narrowed to the action's, returns its result
+// as it is, and never calls it for a request that no state allows.
+func TestBulkHandsStepToBulkActor(t *testing.T) {
+	ctx := context.Background()
+	a := &recordingActor{}
+	req := core.BulkRequest{Action: core.BulkRetry, Limit: 7, Cursor: "c",
+		Search: core.JobSearch{JobFilter: core.JobFilter{Queue: "q", States: []core.JobState{core.StateQueued, core.StateFailed, core.StateFailed}}}}
+	res, err := core.Bulk(ctx, a, req)
+	if err != nil || res.Changed != 1 || res.Next != "next" {
+		t.Fatalf("Bulk = %+v, %v; want the actor's result", res, err)
+	}
+	want := req
+	want.Search.States = []core.JobState{core.StateFailed}
+	if len(a.got) != 1 || !reflect.DeepEqual(a.got[0], want) {
+		t.Fatalf("BulkStep got %+v, want %+v", a.got, want)
+	}
+	req.Search.States = []core.JobState{core.StateQueued}
+	if res, err := core.Bulk(ctx, a, req); err != nil || !res.Done || len(a.got) != 1 {
+		t.Fatalf("Bulk retry of queued jobs = %+v, %v after %d steps; want done without a step", res, err, len(a.got))
+	}
+	a.got = nil
+	if _, err := core.Bulk(ctx, a, core.BulkRequest{Action: core.BulkCancel, Limit: 1}); err != nil || len(a.got) != 1 ||
+		!reflect.DeepEqual(a.got[0].Search.States, []core.JobState{core.StateQueued, core.StateRunning, core.StateSleeping}) {
+		t.Fatalf("Bulk cancel of every job: %v, steps %+v; want one with the cancellable states", err, a.got)
+	}
 }

@@ -438,4 +438,5 @@ type Ops interface {
 	core.JobSearcher
 	core.TaskLister
 	core.JobDeleter
+	core.BulkActor
 }
