@@ -171,6 +171,10 @@ func outcomeRuns(e *env) {
 		}
 		ids[runs[i].ID] = true
 		want[i].ID = runs[i].ID
+		// ListRuns may leave the job's queue and task out; set, they are the job's.
+		if runs[i].Queue != "" || runs[i].Task != "" {
+			want[i].Queue, want[i].Task = j.Queue, j.Task
+		}
 		if runs[i].Status == core.RunLost {
 			// The text a rescue records is the backend's choice.
 			want[i].Error = runs[i].Error
