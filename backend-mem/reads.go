@@ -38,80 +38,14 @@ func (s *store) get(jobID string) (*jobRec, error) {
 // queue's, else the task's, else the global one) from the cursor: O(log n)
 // to find the cursor plus the jobs it looks at.
 func (b *Backend) ListJobs(ctx context.Context, f core.JobFilter) (core.JobPage, error) {
-	if err := b.usable(ctx); err != nil {
-		return core.JobPage{}, err
-	}
-	if err := core.ValidateJobFilter(f); err != nil {
-		return core.JobPage{}, err
-	}
-	if err := b.lock(ctx); err != nil {
-		return core.JobPage{}, err
-	}
-	defer b.mu.Unlock()
-	s := b.s
-
-	idx, fq, ft, ok := s.scope(f.Queue, f.Task)
-	if !ok {
-		return core.JobPage{}, nil
-	}
-
-	size := f.PageSize()
-	var page core.JobPage
-	// visit handles the id at position i and reports whether the page is
-	// full with one more match waiting (then Next is set).
-	visit := func(i int) (done bool) {
-		r := idx.rec(i)
-		if r.deleted {
-			return false
-		}
-		// A frozen job matches on what its record knows, and is decoded
-		// only when it goes on the page.
-		if r.jobBody != nil && !matches(&r.job, f) ||
-			r.jobBody == nil && !((fq == nil || r.q == fq) && (ft == nil || r.t == ft) &&
-				(len(f.States) == 0 || hasState(f.States, core.AllStates[r.final]))) {
-			return false
-		}
-		if len(page.Jobs) == size {
-			page.Next = page.Jobs[size-1].ID
-			return true
-		}
-		page.Jobs = append(page.Jobs, r.copyOut())
-		return false
-	}
-	if f.Desc {
-		for i := idx.before(f.Cursor); i >= 0 && !visit(i); i-- {
-		}
-	} else {
-		for i := idx.after(f.Cursor); i < idx.len() && !visit(i); i++ {
-		}
-	}
-	return page, nil
-}
-
-// matches reports whether j passes every field of f.
-func matches(j *core.Job, f core.JobFilter) bool {
-	return (f.Queue == "" || j.Queue == f.Queue) &&
-		(f.Task == "" || j.Task == f.Task) &&
-		(len(f.States) == 0 || hasState(f.States, j.State))
+	return b.SearchJobs(ctx, core.JobSearch{JobFilter: f})
 }
 
 // CountJobs counts the jobs matching f by state, omitting zero counts. It
 // sums counters kept per (queue, task) pair: O(number of pairs), never a
 // scan of the jobs.
 func (b *Backend) CountJobs(ctx context.Context, f core.JobFilter) (map[core.JobState]int64, error) {
-	if err := b.usable(ctx); err != nil {
-		return nil, err
-	}
-	if err := core.ValidateJobFilter(f); err != nil {
-		return nil, err
-	}
-	if err := b.lock(ctx); err != nil {
-		return nil, err
-	}
-	defer b.mu.Unlock()
-	s := b.s
-
-	return s.countJobs(f), nil
+	return b.CountSearch(ctx, core.JobSearch{JobFilter: f})
 }
 
 // countJobs sums the counters of the (queue, task) pairs, queues or tasks
