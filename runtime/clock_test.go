@@ -112,3 +112,61 @@ func TestRenewalDueFromWhenItWasSent(t *testing.T) {
 		t.Fatalf("got %+v %v", out, err)
 	}
 }
+
+// clockMovesDuringClaim moves the clock once, after the store has claimed
+// a job and before the call returns, as a stepped clock may do while a
+// claimed job is on its way to a runner.
+type clockMovesDuringClaim struct {
+	core.QueueBackend
+	clock *core.ManualClock
+	by    time.Duration
+	once  sync.Once
+}
+
+func (b *clockMovesDuringClaim) Claim(ctx context.Context, r core.ClaimRequest) ([]core.Job, error) {
+	jobs, err := b.QueueBackend.Claim(ctx, r)
+	if len(jobs) > 0 {
+		b.once.Do(func() { b.clock.Advance(b.by) })
+	}
+	return jobs, err
+}
+
+// TestFirstRenewalDueFromTheClaim: the first renewal is due an interval
+// after the claim was sent, not after the job reached a runner, so a clock
+// that moved in between does not leave the lease unrenewed.
+func TestFirstRenewalDueFromTheClaim(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	b := &clockMovesDuringClaim{QueueBackend: e.b, clock: e.clock, by: 25 * time.Minute}
+	w, err := boson.NewWorker(b, boson.WorkerOptions{
+		Clock: e.clock, Logger: quiet, PollInterval: 10 * time.Millisecond,
+		LeaseTTL: time.Hour, HeartbeatInterval: 20 * time.Minute,
+		RescueInterval: -1, RetentionInterval: -1, ShutdownGrace: 5 * time.Second,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	release := make(chan struct{})
+	_ = boson.Register(w, addTask, func(ctx context.Context, in addIn) (addOut, error) {
+		select {
+		case <-release:
+			return addOut{Sum: 1}, nil
+		case <-ctx.Done():
+			return addOut{}, ctx.Err()
+		}
+	})
+	claimedAt := e.clock.Now()
+	h, err := boson.Spawn(ctx, e.client, addTask, addIn{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.start(w)
+	first := claimedAt.Add(time.Hour)
+	eventually(t, "a renewal once the clock passed the claim's due time", func() bool {
+		return e.job(h.ID()).Lease.ExpiresAt.After(first)
+	})
+	close(release)
+	if out, err := h.Wait(ctx); err != nil || out.Sum != 1 {
+		t.Fatalf("got %+v %v", out, err)
+	}
+}

@@ -93,7 +93,7 @@ func (w *Worker) attemptLog(job *core.Job) *slog.Logger {
 func (w *Worker) runner(cj claimedJob) {
 	defer w.loops.Done()
 	for {
-		w.execute(cj.q, cj.c, cj.job)
+		w.execute(cj)
 		w.idle.Add(1)
 		var ok bool
 		if cj, ok = <-w.jobs; !ok {
@@ -106,7 +106,8 @@ func (w *Worker) runner(cj claimedJob) {
 // is handed to the completer, which writes it together with others and
 // releases the job when the store has answered; every other outcome is
 // written here.
-func (w *Worker) execute(q queueSource, c *counterSet, job core.Job) {
+func (w *Worker) execute(cj claimedJob) {
+	q, c, job := cj.q, cj.c, cj.job
 	defer w.runs.Done()
 	async := false
 	defer func() {
@@ -140,7 +141,7 @@ func (w *Worker) execute(q queueSource, c *counterSet, job core.Job) {
 
 	start := time.Now()
 	a.begun = start
-	w.watch.add(a)
+	w.watch.add(a, cj.sent)
 	runCtx := withAttempt(ctx, a)
 	var stopTimeout context.CancelFunc = func() {}
 	if reg.timeout > 0 {

@@ -34,9 +34,11 @@ func newWatcher(w *Worker) *watcher {
 }
 
 // add starts tracking a; its first renewal is due one heartbeat interval
-// from now.
-func (wt *watcher) add(a *attempt) {
-	a.renewAt = wt.w.clock.Now().Add(wt.w.opts.HeartbeatInterval)
+// after its claim was sent (the store dated the lease no earlier), not
+// after the attempt began: a job that waited for a runner, or a clock
+// that moved meanwhile, must not push the renewal past its due time.
+func (wt *watcher) add(a *attempt, claimSent time.Time) {
+	a.renewAt = claimSent.Add(wt.w.opts.HeartbeatInterval)
 	wt.mu.Lock()
 	defer wt.mu.Unlock()
 	m := wt.running[a.job.Queue]

@@ -64,6 +64,10 @@ type claimedJob struct {
 	q   queueSource
 	c   *counterSet
 	job core.Job
+	// sent is when the claim was sent, on the worker's clock: the store
+	// dated the lease no earlier, so the first renewal is due an interval
+	// after it, however long the job took to reach a runner.
+	sent time.Time
 }
 
 type queueSource struct {
@@ -376,6 +380,7 @@ const maxClaim = 1000
 // or -1 when the claim failed.
 func (w *Worker) claim(q queueSource, free int) int {
 	c := w.counters[q.name]
+	sent := w.clock.Now()
 	jobs, err := q.b.Claim(w.baseCtx, core.ClaimRequest{
 		Queue:    q.name,
 		WorkerID: w.opts.ID,
@@ -395,7 +400,7 @@ func (w *Worker) claim(q queueSource, free int) int {
 	w.owned.Add(n)
 	w.runs.Add(len(jobs))
 	for _, j := range jobs {
-		w.handOver(claimedJob{q: q, c: c, job: j})
+		w.handOver(claimedJob{q: q, c: c, job: j, sent: sent})
 	}
 	return len(jobs)
 }
