@@ -17,6 +17,26 @@ type TaskConfig struct {
 	Priority    int         `json:"priority,omitempty"`
 	MaxAttempts int         `json:"max_attempts,omitempty"`
 	Retry       RetryPolicy `json:"retry,omitempty"`
+
+	// Flow limits, enforced at claim by a [FlowController]; 0 means no
+	// limit, and each lies in [0, MaxFlowLimit].
+	//
+	// MaxRunning caps the task's running jobs, across every queue.
+	MaxRunning int `json:"max_running,omitempty"`
+	// MaxRunningPerKey caps the task's running jobs that share one
+	// LimitKey; jobs without a key are not limited by it.
+	MaxRunningPerKey int `json:"max_running_per_key,omitempty"`
+	// MaxStartsPerSecond caps the claims of the task's jobs within each
+	// second of the store's clock (windows aligned to whole seconds; every
+	// claim counts, a wake from a sleep included).
+	MaxStartsPerSecond int `json:"max_starts_per_second,omitempty"`
+	// MaxStartsPerSecondPerKey caps those claims per LimitKey.
+	MaxStartsPerSecondPerKey int `json:"max_starts_per_second_per_key,omitempty"`
+	// HoldSequenceOnFailure keeps a failed job of the task at the head of
+	// its sequence: the sequence waits until the job is retried (it runs
+	// next) or deleted. By default a failed or cancelled job releases its
+	// sequence; a cancelled job always does.
+	HoldSequenceOnFailure bool `json:"hold_sequence_on_failure,omitempty"`
 }
 
 // QueueConfig holds a queue's persisted settings. A queue that has none
@@ -30,6 +50,9 @@ type QueueConfig struct {
 	RetentionTTL time.Duration `json:"retention_ttl,omitempty"`
 	// CleanupLimit bounds deletions per cleanup pass; 0 means the runtime default.
 	CleanupLimit int `json:"cleanup_limit,omitempty"`
+	// MaxRunning caps the queue's running jobs at claim, across every
+	// worker; 0 means no limit. Enforced by a [FlowController].
+	MaxRunning int `json:"max_running,omitempty"`
 }
 
 // TaskStats aggregates one task's jobs and runs.

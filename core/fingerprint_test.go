@@ -50,6 +50,12 @@ func referenceFingerprint(r core.EnqueueRequest) string {
 	writeInt(int64(math.Float64bits(r.Retry.Jitter)))
 	writeInt(int64(r.Cancel.MaxDelay))
 	writeInt(int64(r.Cancel.MaxDuration))
+	if r.LimitKey != "" || r.SequenceKey != "" || r.Unique != "" || r.UniquePeriod != 0 {
+		writeBytes([]byte(r.Unique))
+		writeInt(int64(r.UniquePeriod))
+		writeBytes([]byte(r.LimitKey))
+		writeBytes([]byte(r.SequenceKey))
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }
 
@@ -65,6 +71,9 @@ func TestFingerprintMatchesDefinition(t *testing.T) {
 		{Task: "t", MaxAttempts: 9, Retry: core.RetryPolicy{Initial: time.Second, Factor: 1.5, Max: time.Minute, Jitter: 0.25}},
 		{Task: "t", Cancel: core.CancellationPolicy{MaxDelay: time.Hour, MaxDuration: 2 * time.Hour}},
 		{Task: strings.Repeat("τ", 40), RunAt: time.Now()},
+		{Task: "t", IdempotencyKey: "k", Unique: core.UniqueByPeriod, UniquePeriod: time.Hour},
+		{Task: "t", LimitKey: "tenant"},
+		{Task: "t", SequenceKey: "s", LimitKey: "l", IdempotencyKey: "k", Unique: core.UniqueWhileActive},
 	}
 	for i, r := range reqs {
 		if got, want := core.Fingerprint(r), referenceFingerprint(r); got != want {

@@ -75,6 +75,22 @@ type EnqueueRequest struct {
 	Fingerprint string `json:"fingerprint,omitempty"`
 	// Actor records who enqueued the job (free-form, for policy and audit).
 	Actor string `json:"actor,omitempty"`
+	// Unique says how long IdempotencyKey holds the key; the zero value
+	// holds it until retention. A mode other than the default needs a key.
+	Unique UniqueMode `json:"unique,omitempty"`
+	// UniquePeriod is the window of [UniqueByPeriod], 1 s to
+	// [MaxUniquePeriod]; it must be zero in the other modes.
+	UniquePeriod time.Duration `json:"unique_period,omitempty"`
+	// LimitKey names the job's share of its task's per-key limits
+	// (TaskConfig.MaxRunningPerKey and MaxStartsPerSecondPerKey), a tenant
+	// for example. It follows the name rules; empty means no key, and the
+	// per-key limits do not apply.
+	LimitKey string `json:"limit_key,omitempty"`
+	// SequenceKey puts the job in a sequence: the jobs of one queue that
+	// share it run one at a time, in job id order (spawn order), the next
+	// starting only when the one before is terminal. It follows the name
+	// rules; empty means no sequence.
+	SequenceKey string `json:"sequence_key,omitempty"`
 }
 
 // Lease is a worker's claim on a running job. Token is the fencing token:
@@ -104,6 +120,13 @@ type Job struct {
 	IdempotencyKey string `json:"idempotency_key,omitempty"`
 	Fingerprint    string `json:"fingerprint"`
 	Actor          string `json:"actor,omitempty"`
+
+	// Unique, UniquePeriod, LimitKey and SequenceKey are the request's
+	// flow fields (see [EnqueueRequest]).
+	Unique       UniqueMode    `json:"unique,omitempty"`
+	UniquePeriod time.Duration `json:"unique_period,omitempty"`
+	LimitKey     string        `json:"limit_key,omitempty"`
+	SequenceKey  string        `json:"sequence_key,omitempty"`
 
 	// RunAt is when a queued or sleeping job becomes claimable.
 	RunAt          time.Time `json:"run_at"`

@@ -89,6 +89,10 @@ type JobSearch struct {
 	// Finished selects terminal jobs that finished within the range; a
 	// non-empty range never matches a job that has not finished.
 	Finished TimeRange `json:"finished,omitempty"`
+	// LimitKey and SequenceKey select the jobs with exactly that key; a
+	// [FlowController] honours them.
+	LimitKey    string `json:"limit_key,omitempty"`
+	SequenceKey string `json:"sequence_key,omitempty"`
 }
 
 // TimeRange is the half-open interval [From, To). A zero bound is open.
@@ -253,6 +257,13 @@ func ValidateJobSearch(s JobSearch) error {
 	}
 	if !utf8.ValidString(s.HeaderKey) || !utf8.ValidString(s.HeaderValue) {
 		return invalid("header", "key or value is not valid UTF-8")
+	}
+	for field, k := range map[string]string{"limit_key": s.LimitKey, "sequence_key": s.SequenceKey} {
+		if k != "" {
+			if err := ValidateName(field, k); err != nil {
+				return err
+			}
+		}
 	}
 	if len(s.IDPrefix) > IDLength*2 {
 		return invalid("id_prefix", "is too long")

@@ -72,7 +72,7 @@ func ValidateRequest(r EnqueueRequest, l Limits) error {
 	if !r.RunAt.IsZero() && (r.RunAt.Year() < 1970 || r.RunAt.Year() > 9999) {
 		return invalid("run_at", "%v is outside the years 1970 to 9999", r.RunAt)
 	}
-	return nil
+	return validateFlowRequest(r)
 }
 
 // ValidateDuration checks that d is not negative.
@@ -131,6 +131,9 @@ func ValidateTaskConfig(c TaskConfig) error {
 	if c.MaxAttempts < 0 {
 		return invalid("max_attempts", "%d must not be negative", c.MaxAttempts)
 	}
+	if err := validateFlowConfig(c); err != nil {
+		return err
+	}
 	return ValidateRetryPolicy(c.Retry)
 }
 
@@ -145,7 +148,7 @@ func ValidateQueueConfig(c QueueConfig) error {
 	if c.CleanupLimit < 0 {
 		return invalid("cleanup_limit", "%d must not be negative", c.CleanupLimit)
 	}
-	return nil
+	return validateFlowLimit("max_running", c.MaxRunning)
 }
 
 // ValidateClaim checks a claim request.
@@ -242,8 +245,10 @@ func TruncateError(s string) string {
 }
 
 // Fingerprint returns the idempotency fingerprint of a request: a hash of
-// its task, payload, headers, retry policy, attempt budget and cancellation
-// policy. Queue, priority, run-at and actor do not take part. The defaults
+// its task, payload, headers, retry policy, attempt budget, cancellation
+// policy and flow fields (unique mode and period, limit and sequence
+// keys; a request that sets none hashes as it did before they existed).
+// Queue, priority, run-at and actor do not take part. The defaults
 // are applied first, so an omitted MaxAttempts and an explicit default match.
 func Fingerprint(r EnqueueRequest) string {
 	// The hashed bytes are laid out in one buffer (on the stack for a
@@ -279,6 +284,12 @@ func Fingerprint(r EnqueueRequest) string {
 	b = putInt(b, int64(math.Float64bits(r.Retry.Jitter)))
 	b = putInt(b, int64(r.Cancel.MaxDelay))
 	b = putInt(b, int64(r.Cancel.MaxDuration))
+	if r.UsesFlowControl() || r.UniquePeriod != 0 {
+		b = putStr(b, string(r.Unique))
+		b = putInt(b, int64(r.UniquePeriod))
+		b = putStr(b, r.LimitKey)
+		b = putStr(b, r.SequenceKey)
+	}
 
 	sum := sha256.Sum256(b)
 	var out [2 * sha256.Size]byte
@@ -306,6 +317,10 @@ func RequestJob(r *EnqueueRequest) Job {
 		IdempotencyKey: r.IdempotencyKey,
 		Fingerprint:    r.Fingerprint,
 		Actor:          r.Actor,
+		Unique:         r.Unique,
+		UniquePeriod:   r.UniquePeriod,
+		LimitKey:       r.LimitKey,
+		SequenceKey:    r.SequenceKey,
 	}
 	if j.Queue == "" {
 		j.Queue = DefaultQueue
