@@ -39,6 +39,10 @@ type Capabilities struct {
 	// Delete: the backend implements core.JobDeleter (DeleteJob,
 	// DeleteQueue).
 	Delete bool
+	// Flow: the backend implements core.FlowController and enforces the
+	// flow rules at claim: task, queue and per-key concurrency limits,
+	// start rates, sequences and the unique modes.
+	Flow bool
 }
 
 // Harness tells the suite how to run against one backend.
