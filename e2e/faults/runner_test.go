@@ -40,9 +40,10 @@ type scenario struct {
 	// DirectWorkers of the Workers dial the store's own URL even when
 	// WorkerURL is set.
 	DirectWorkers int
-	// Fault injects one fault; the runner calls it every Every until the
-	// jobs are done or Faults faults fired. It returns a short description
-	// for the log, or "" when it did nothing: a fault fires only when it
+	// Fault injects one fault; the runner calls it every Every (at once
+	// again after a call that injected nothing) until the jobs are done
+	// or Faults faults fired. It returns a short description for the
+	// log, or "" when it did nothing: a fault fires only when it
 	// hits something (a worker that holds jobs, a store serving them). A
 	// scenario with a Fault fails if none fired.
 	Fault  func(r *run) string
@@ -124,11 +125,14 @@ func runScenario(t *testing.T, sc scenario) report {
 			t.Fatalf("%s: jobs not terminal after %v: %v", sc.Name, sc.Timeout, counts)
 		}
 		if sc.Fault != nil && int(r.faults.Load()) < sc.Faults && time.Now().After(next) {
+			// A fault that found nothing to hit (no worker held a job
+			// yet, as the store told it) is tried again at once rather
+			// than an Every later, when the jobs may all be done.
 			if what := sc.Fault(r); what != "" {
 				r.faults.Add(1)
 				t.Logf("fault %d: %s", r.faults.Load(), what)
+				next = time.Now().Add(sc.Every)
 			}
-			next = time.Now().Add(sc.Every)
 		}
 		r.keepWorkers()
 		time.Sleep(20 * time.Millisecond)
