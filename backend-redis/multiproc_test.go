@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +24,7 @@ const (
 	workerEnv      = "BOSON_REDISQ_WORKER"
 	workerAddrsEnv = "BOSON_REDISQ_WORKER_ADDRS" // comma-separated cluster addresses, or a URL
 	workerPrefix   = "BOSON_REDISQ_WORKER_PREFIX"
+	workerReadyDir = "BOSON_REDISQ_WORKER_READY" // a worker creates a file here once connected
 )
 
 const mpQueue = "mp"
@@ -50,6 +53,14 @@ func workerMain() int {
 	}
 	defer b.Close()
 	worker := "w" + strconv.Itoa(os.Getpid())
+	// Start together: say ready, then wait until the test closes stdin,
+	// once every worker is ready, so that a slow start of one process
+	// does not leave it nothing to claim.
+	if err := os.WriteFile(filepath.Join(os.Getenv(workerReadyDir), worker), nil, 0o644); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	_, _ = io.Copy(io.Discard, os.Stdin)
 	completed, lost := 0, 0
 	for {
 		jobs, err := b.Claim(ctx, core.ClaimRequest{Queue: mpQueue, WorkerID: worker, Limit: 25, LeaseTTL: 5 * time.Minute})
@@ -123,11 +134,18 @@ func multiProcess(t *testing.T, c redis.UniversalClient, target string) {
 	var wg sync.WaitGroup
 	outs := make([]bytes.Buffer, procs)
 	errs := make([]error, procs)
+	ready := t.TempDir()
+	gates := make([]io.WriteCloser, procs)
 	for p := range procs {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), workerEnv+"=1", workerAddrsEnv+"="+target, workerPrefix+"="+b.opts.Prefix)
+		cmd.Env = append(os.Environ(), workerEnv+"=1", workerAddrsEnv+"="+target, workerPrefix+"="+b.opts.Prefix, workerReadyDir+"="+ready)
 		cmd.Stdout = &outs[p]
 		cmd.Stderr = &outs[p]
+		gate, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		gates[p] = gate
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -136,6 +154,17 @@ func multiProcess(t *testing.T, c redis.UniversalClient, target string) {
 			defer wg.Done()
 			errs[p] = cmd.Wait()
 		}()
+	}
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+		if files, _ := os.ReadDir(ready); len(files) == procs {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the %d workers were not all ready within a minute", procs)
+		}
+	}
+	for _, g := range gates {
+		_ = g.Close()
 	}
 	wg.Wait()
 	total := 0
