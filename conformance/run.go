@@ -41,6 +41,8 @@ var areas = []area{
 	{"FlowRates", testFlowRates},
 	{"FlowSequence", testFlowSequence},
 	{"FlowUnique", testFlowUnique},
+	{"FlowReads", testFlowReads},
+	{"FlowExact", testFlowExact},
 }
 
 // Run runs the conformance suite against the backend that h describes.
