@@ -89,7 +89,6 @@
 //     and delete by filter in bounded steps, with exact counts while
 //     workers claim. A backend that implements [core.BulkActor] runs
 //     those steps itself, so the same cases test its BulkStep.
-//
 //   - Capabilities.Flow declares [core.FlowController] and every flow rule
 //     at claim. The areas FlowLimits, FlowRates, FlowSequence, FlowUnique,
 //     FlowReads and FlowExact test it: task, queue and per-key concurrency
