@@ -378,6 +378,17 @@ func (s *startWindows) claimed(group string) func(j core.Job) error {
 	}
 }
 
+// report logs the busiest window.
+func (s *startWindows) report() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	busiest := 0
+	for _, n := range s.n {
+		busiest = max(busiest, n)
+	}
+	s.e.t.Logf("%d windows of starts, at most %d in one (the limit is %d)", len(s.n), busiest, s.bound)
+}
+
 // idle moves the suite clock by 50 ms, so that new windows open.
 func (s *startWindows) idle() { s.e.advance(50 * time.Millisecond) }
 
@@ -392,6 +403,7 @@ func exactTaskRate(e *env) {
 		claimed:  w.claimed("task"),
 		idle:     w.idle,
 	}, exactJobs)
+	w.report()
 	if len(w.n) < exactJobs/rate {
 		e.t.Fatalf("%d jobs started in %d windows; at most %d a window needs at least %d", exactJobs, len(w.n), rate, exactJobs/rate)
 	}
@@ -416,4 +428,5 @@ func exactKeyRate(e *env) {
 		idle:     w.idle,
 		sample:   func() error { return e.keysAtMost("t", 3) },
 	}, exactJobs)
+	w.report()
 }
