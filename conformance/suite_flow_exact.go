@@ -269,7 +269,9 @@ func exactKeyLimit(e *env) {
 			reqs = append(reqs, req("q", "t")) // unkeyed: exempt
 			continue
 		}
-		reqs = append(reqs, lreq("q", "t", fmt.Sprintf("k%d", i%keys)))
+		// Runs of ten jobs of one key in claim order: a claim meets
+		// more of a key than its limit and must pass them over.
+		reqs = append(reqs, lreq("q", "t", fmt.Sprintf("k%d", i/10%keys)))
 	}
 	for i := 0; i < len(reqs); i += 500 {
 		e.enqueue(reqs[i:min(i+500, len(reqs))]...)
