@@ -17,6 +17,9 @@ const (
 	exactJobs     = 2000
 	exactClaimers = 8
 	exactTTL      = 24 * time.Hour
+	// exactStall is how many empty claims in a row, with no job held by
+	// any claimer, end a race that cannot finish (jobs lost or stuck).
+	exactStall = 20_000
 )
 
 // testFlowExact: with 8 claimers racing over 2,000 jobs, a limit is never
@@ -68,6 +71,8 @@ func (e *env) race(r exactRun, total int) {
 	}
 	var (
 		completed atomic.Int64
+		inFlight  atomic.Int64 // jobs claimers hold
+		empty     atomic.Int64 // empty claims since the last completion
 		samples   atomic.Int64
 		peak      atomic.Int64
 		done      atomic.Bool
@@ -113,12 +118,18 @@ func (e *env) race(r exactRun, total int) {
 					return
 				}
 				if len(jobs) == 0 {
+					if empty.Add(1) > exactStall && inFlight.Load() == 0 {
+						fail(fmt.Errorf("%s: no progress in %d empty claims with no job held by a claimer; %d of %d jobs completed, the store counts %v",
+							worker, exactStall, completed.Load(), total, e.countsOrErr(r.queue)))
+						return
+					}
 					if r.idle != nil {
 						r.idle()
 					}
 					runtime.Gosched()
 					continue
 				}
+				inFlight.Add(int64(len(jobs)))
 				var held []*atomic.Int64
 				for _, j := range jobs {
 					if r.claimed != nil {
@@ -157,6 +168,8 @@ func (e *env) race(r exactRun, total int) {
 					fail(fmt.Errorf("%s: Complete: %w", worker, err))
 					return
 				}
+				inFlight.Add(-int64(len(jobs)))
+				empty.Store(0)
 				completed.Add(int64(len(jobs)))
 			}
 		}()
@@ -176,6 +189,15 @@ func (e *env) race(r exactRun, total int) {
 		e.t.Fatalf("counts after the race: %v, want %d succeeded", got, total)
 	}
 	e.t.Logf("%d claimers, %d jobs: peak record %d (limit %d), %d samples of the store's counts", exactClaimers, total, peak.Load(), r.bound, samples.Load())
+}
+
+// countsOrErr is CountJobs of queue for a failure message.
+func (e *env) countsOrErr(queue string) any {
+	m, err := e.b.CountJobs(e.ctx, core.JobFilter{Queue: queue})
+	if err != nil {
+		return err
+	}
+	return nonZero(m)
 }
 
 // atMost reports running counts above bound.
@@ -269,7 +291,9 @@ func exactKeyLimit(e *env) {
 			reqs = append(reqs, req("q", "t")) // unkeyed: exempt
 			continue
 		}
-		reqs = append(reqs, lreq("q", "t", fmt.Sprintf("k%d", i%keys)))
+		// Runs of ten jobs of one key in claim order: a claim meets
+		// more of a key than its limit and must pass them over.
+		reqs = append(reqs, lreq("q", "t", fmt.Sprintf("k%d", i/10%keys)))
 	}
 	for i := 0; i < len(reqs); i += 500 {
 		e.enqueue(reqs[i:min(i+500, len(reqs))]...)
@@ -378,6 +402,17 @@ func (s *startWindows) claimed(group string) func(j core.Job) error {
 	}
 }
 
+// report logs the busiest window.
+func (s *startWindows) report() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	busiest := 0
+	for _, n := range s.n {
+		busiest = max(busiest, n)
+	}
+	s.e.t.Logf("%d windows of starts, at most %d in one (the limit is %d)", len(s.n), busiest, s.bound)
+}
+
 // idle moves the suite clock by 50 ms, so that new windows open.
 func (s *startWindows) idle() { s.e.advance(50 * time.Millisecond) }
 
@@ -392,6 +427,7 @@ func exactTaskRate(e *env) {
 		claimed:  w.claimed("task"),
 		idle:     w.idle,
 	}, exactJobs)
+	w.report()
 	if len(w.n) < exactJobs/rate {
 		e.t.Fatalf("%d jobs started in %d windows; at most %d a window needs at least %d", exactJobs, len(w.n), rate, exactJobs/rate)
 	}
@@ -416,4 +452,5 @@ func exactKeyRate(e *env) {
 		idle:     w.idle,
 		sample:   func() error { return e.keysAtMost("t", 3) },
 	}, exactJobs)
+	w.report()
 }
