@@ -57,10 +57,11 @@ func (e *Engine) ClaimFlow(ctx context.Context, q Querier, req core.ClaimRequest
 	}
 	fc := &flowClaim{e: e, q: q, now: now, sec: floorDiv(now, 1_000_000), cfgs: map[string]*flowCfg{},
 		counts: map[countKey]int64{}, starts: map[countKey]int64{}, seenSeqs: map[string]int64{}, seenKeys: map[countKey]int64{}}
-	if err := fc.expire(ctx, req.Queue); err != nil {
+	expired, err := fc.expire(ctx, req.Queue)
+	if err != nil {
 		return nil, err
 	}
-	if err := fc.openSequences(ctx, req.Queue); err != nil {
+	if err := fc.openSequences(ctx, req.Queue, expired); err != nil {
 		return nil, err
 	}
 	if err := fc.openKeys(ctx); err != nil {
@@ -217,33 +218,34 @@ func (e *Engine) markClaimed(ctx context.Context, q Querier, req core.ClaimReque
 }
 
 // expire cancels the due jobs of queue past a cancellation deadline
-// (gated or not) and marks their sequences.
-func (fc *flowClaim) expire(ctx context.Context, queue string) error {
+// (gated or not) and returns their sequences, which the claim opens
+// next (queued and sleeping jobs hold no slot).
+func (fc *flowClaim) expire(ctx context.Context, queue string) ([]string, error) {
 	e := fc.e
-	var refs []flowRef
+	var seqs []string
 	err := e.scanAll(ctx, fc.q, `UPDATE {s}jobs SET state = 'cancelled', finished_at = ?,
 		last_error = CASE WHEN first_started_at = 0 THEN '`+ReasonMaxDelay+`' ELSE '`+ReasonMaxDuration+`' END
 		WHERE id IN (SELECT id FROM {s}jobs WHERE queue = ? AND state IN ('queued', 'sleeping') AND run_at <= ?
 			AND deadline_at IS NOT NULL AND deadline_at <= ?
 			AND NOT EXISTS (SELECT 1 FROM {s}queue_configs WHERE queue = ? AND paused <> 0)`+e.d.SkipLocked()+`)
-		RETURNING task, queue, coalesce(sequence_key, '')`, []any{fc.now, queue, fc.now, fc.now, queue}, func(rows Rows) error {
-		var r flowRef
-		if err := rows.Scan(&r.task, &r.queue, &r.seqKey); err != nil {
+		RETURNING coalesce(sequence_key, '')`, []any{fc.now, queue, fc.now, fc.now, queue}, func(rows Rows) error {
+		var s string
+		if err := rows.Scan(&s); err != nil {
 			return err
 		}
-		refs = append(refs, r)
+		if s != "" {
+			seqs = append(seqs, s)
+		}
 		return nil
 	})
-	if err != nil || len(refs) == 0 {
-		return err
-	}
-	return e.flowAfter(ctx, fc.q, refs)
+	return seqs, err
 }
 
 // openSequences opens the gate of the head of every marked sequence of
 // queue: the job with the smallest id that is queued, running, sleeping
-// or failed and holding, when it is queued or sleeping.
-func (fc *flowClaim) openSequences(ctx context.Context, queue string) error {
+// or failed and holding, when it is queued or sleeping; and of the
+// sequences of jobs the claim itself cancelled (expired).
+func (fc *flowClaim) openSequences(ctx context.Context, queue string, expired []string) error {
 	e := fc.e
 	var seqs []string
 	if err := e.scanAll(ctx, fc.q, "SELECT seq, ready FROM {s}flow_seqs WHERE queue = ? AND ready <> 0", []any{queue},
@@ -256,6 +258,11 @@ func (fc *flowClaim) openSequences(ctx context.Context, queue string) error {
 			return err
 		}); err != nil {
 		return err
+	}
+	for _, s := range expired {
+		if _, ok := fc.seenSeqs[s]; !ok {
+			seqs = append(seqs, s)
+		}
 	}
 	for _, s := range seqs {
 		if _, err := fc.q.Exec(ctx, e.render(`UPDATE {s}jobs SET seq_gate = 0 WHERE id = (SELECT id FROM {s}jobs
