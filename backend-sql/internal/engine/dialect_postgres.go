@@ -42,13 +42,15 @@ expired AS (
 		last_error = CASE WHEN first_started_at = 0 THEN '` + ReasonMaxDelay + `' ELSE '` + ReasonMaxDuration + `' END
 	WHERE id = ANY (ARRAY(SELECT id FROM {s}jobs WHERE queue = ? AND state IN ('queued', 'sleeping')
 		AND run_at <= (SELECT t FROM clk) AND deadline_at <= (SELECT t FROM clk)
-		AND NOT EXISTS (SELECT 1 FROM {s}queue_configs WHERE queue = ? AND paused <> 0) FOR UPDATE SKIP LOCKED))
+		AND NOT EXISTS (SELECT 1 FROM {s}queue_configs WHERE queue = ? AND paused <> 0)
+		AND NOT EXISTS (SELECT 1 FROM {s}flow_switch WHERE seq <> 0 OR limits <> 0) FOR UPDATE SKIP LOCKED))
 	RETURNING id),
 picked AS (
 	SELECT id FROM {s}jobs
-	WHERE queue = ? {after}AND state IN ('queued', 'sleeping') AND run_at <= (SELECT t FROM clk)
+	WHERE queue = ? {after}AND state IN ('queued', 'sleeping') AND seq_gate = 0 AND key_gate = 0 AND run_at <= (SELECT t FROM clk)
 		AND (deadline_at IS NULL OR deadline_at > (SELECT t FROM clk))
 		AND NOT EXISTS (SELECT 1 FROM {s}queue_configs WHERE queue = ? AND paused <> 0)
+		AND NOT EXISTS (SELECT 1 FROM {s}flow_switch WHERE seq <> 0 OR limits <> 0)
 	ORDER BY priority, run_at, id LIMIT ? FOR UPDATE SKIP LOCKED),
 numbered AS (SELECT id, row_number() OVER () AS n FROM picked),
 claimed AS (
@@ -84,20 +86,68 @@ func pgClaimStatement(req core.ClaimRequest, st cursorStart, now any) (string, [
 }
 
 // Claim implements Dialect with one statement outside any explicit
-// transaction. It starts where the queue's claim cursor says.
+// transaction. It starts where the queue's claim cursor says. That
+// statement claims nothing while flow control is on (a sequence or a
+// limit exists in the schema); the claim is then ClaimFlow's, in one
+// transaction, from the cursor while it holds back nothing it does not
+// gate.
 func (Postgres) Claim(ctx context.Context, e *Engine, req core.ClaimRequest, now any) ([]core.Job, error) {
+	if !e.flowOn.Load() {
+		st := e.cursors.start(req.Queue, now)
+		sql, args := pgClaimStatement(req, st, now)
+		var jobs []core.Job
+		err := e.st.WriteOne(ctx, func(q Querier) error {
+			var err error
+			jobs, err = collectJobs(q.Query(ctx, e.render(sql), args...))
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		e.cursors.done(req.Queue, st, now, req.Limit, req.LeaseTTL, jobs)
+		if len(jobs) > 0 {
+			return jobs, nil
+		}
+		on, err := e.flowSwitchOn(ctx, e.st.Reader())
+		if err != nil || !on {
+			return nil, err
+		}
+		e.flowOn.Store(true)
+	}
 	st := e.cursors.start(req.Queue, now)
-	sql, args := pgClaimStatement(req, st, now)
 	var jobs []core.Job
-	err := e.st.WriteOne(ctx, func(q Querier) error {
-		var err error
-		jobs, err = collectJobs(q.Query(ctx, e.render(sql), args...))
+	var clean bool
+	err := e.st.WriteTx(ctx, func(q Querier) error {
+		// The clock is read under the flow lock, so that the claims of
+		// one window count in the order they read it.
+		if err := e.flowLock(ctx, q); err != nil {
+			return err
+		}
+		t, err := e.now(ctx, q)
+		if err != nil {
+			return err
+		}
+		on, err := e.flowSwitchOn(ctx, q)
+		if err != nil {
+			return err
+		}
+		if !on {
+			e.flowOn.Store(false)
+		}
+		jobs, clean, err = e.claimFlow(ctx, q, req, t, &st)
 		return err
 	})
-	if err == nil {
-		e.cursors.done(req.Queue, st, now, req.Limit, req.LeaseTTL, jobs)
+	if err != nil {
+		return nil, err
 	}
-	return jobs, err
+	// The cursor follows a flow claim that held back nothing it did not
+	// gate; otherwise the next claim starts at the head again.
+	if clean {
+		e.cursors.done(req.Queue, st, now, req.Limit, req.LeaseTTL, jobs)
+	} else {
+		e.cursors.reset(req.Queue)
+	}
+	return jobs, nil
 }
 
 // pgComplete finishes a batch in one statement: it marks the jobs
@@ -113,7 +163,28 @@ input AS (SELECT * FROM unnest(?::text[], ?::int8[], ?::bytea[]) AS i(id, token,
 done AS (
 	UPDATE {s}jobs j SET state = 'succeeded', result = i.result, finished_at = (SELECT t FROM clk)
 	FROM input i WHERE j.id = i.id AND j.state || '' = 'running' AND j.token = i.token
-	RETURNING j.id, j.token, j.queue, j.run_id, j.attempt, j.worker_id, j.started_at, j.finished_at),
+	RETURNING j.id, j.token, j.queue, j.run_id, j.attempt, j.worker_id, j.started_at, j.finished_at,
+		j.task, j.limit_key, j.sequence_key),
+moved AS (
+	UPDATE {s}flow_seqs f SET ready = f.ready + 1 FROM (SELECT DISTINCT queue, sequence_key FROM done WHERE sequence_key IS NOT NULL) AS d
+	WHERE f.queue = d.queue AND f.seq = d.sequence_key
+	RETURNING 1),
+dec AS (
+	SELECT y.scope, y.name, y.lkey, count(*) AS cnt FROM (
+		SELECT 't' AS scope, task AS name, '' AS lkey FROM done
+		UNION ALL SELECT 'q', queue, '' FROM done
+		UNION ALL SELECT 'k', task, limit_key FROM done WHERE limit_key IS NOT NULL) AS y
+	GROUP BY y.scope, y.name, y.lkey),
+locked AS (
+	SELECT c.scope, c.name, c.lkey FROM {s}flow_counts c, dec
+	WHERE c.scope = dec.scope AND c.name = dec.name AND c.lkey = dec.lkey
+		AND (SELECT count(*) FROM moved) >= 0
+	ORDER BY c.scope, c.name, c.lkey FOR UPDATE OF c),
+freed AS (
+	UPDATE {s}flow_counts c SET n = c.n - dec.cnt, ready = CASE WHEN c.scope = 'k' THEN c.ready + 1 ELSE c.ready END
+	FROM locked, dec
+	WHERE c.scope = locked.scope AND c.name = locked.name AND c.lkey = locked.lkey
+		AND dec.scope = locked.scope AND dec.name = locked.name AND dec.lkey = locked.lkey),
 closed AS (
 	INSERT INTO {s}runs (job_id, token, id, attempt, worker_id, status, started_at, finished_at)
 	SELECT id, token, run_id, attempt, worker_id, 'succeeded', started_at, finished_at FROM done)

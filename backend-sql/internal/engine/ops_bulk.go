@@ -77,7 +77,9 @@ func (e *Engine) BulkStep(ctx context.Context, req core.BulkRequest) (core.BulkR
 	}
 	res.Matched = int64(len(ids))
 	res.Changed = eff.changed
-	res.Skipped = len(ids) - eff.changed
+	res.Failed = len(eff.failed)
+	res.Errors = eff.failed[:min(len(eff.failed), core.MaxBulkErrors)]
+	res.Skipped = len(ids) - eff.changed - res.Failed
 	return res, nil
 }
 
@@ -85,6 +87,9 @@ func (e *Engine) BulkStep(ctx context.Context, req core.BulkRequest) (core.BulkR
 // action, and whom to tell once it commits.
 type bulkEffects struct {
 	changed int
+	// failed holds the jobs the action refused for another reason (a
+	// while-active key another job holds, for a retry).
+	failed []core.BulkError
 	// queues holds the queues whose jobs changed, for local wake-ups.
 	queues []string
 	// due holds, for a retry, each queue and priority of the jobs queued
@@ -186,6 +191,9 @@ func (e *Engine) bulkCancel(ctx context.Context, q Querier, reason string, ids, 
 			return err
 		}
 	}
+	if err := e.flowAfterIDs(ctx, q, ids); err != nil {
+		return err
+	}
 	cond, arg := e.inStrings("id", ids)
 	n, err := q.Exec(ctx, e.render("UPDATE {s}jobs SET state = 'cancelled', finished_at = ?, last_error = ? WHERE "+cond), now, reason, arg)
 	if err != nil {
@@ -202,10 +210,17 @@ func (e *Engine) bulkCancel(ctx context.Context, q Querier, reason string, ids, 
 // store's notification of each queue and priority, as retryIn does for
 // one job.
 func (e *Engine) bulkRetry(ctx context.Context, q Querier, ids []string, now int64, eff *bulkEffects) error {
+	ids, err := e.retakeKeys(ctx, q, ids, eff)
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	if err := e.flowAfterIDs(ctx, q, ids); err != nil {
+		return err
+	}
 	cond, arg := e.inStrings("id", ids)
 	var payloads []string
-	err := e.scanAll(ctx, q, `UPDATE {s}jobs SET state = 'queued', run_at = ?, finished_at = 0,
-		max_attempts = CASE WHEN attempt >= max_attempts THEN attempt + 1 ELSE max_attempts END
+	err = e.scanAll(ctx, q, `UPDATE {s}jobs SET state = 'queued', run_at = ?, finished_at = 0,
+		max_attempts = CASE WHEN attempt >= max_attempts THEN attempt + 1 ELSE max_attempts END`+flowRetrySet+`
 		WHERE `+cond+` RETURNING queue, priority`, []any{now, arg}, func(rows Rows) error {
 		d := dueJob{runAt: now}
 		if err := rows.Scan(&d.queue, &d.prio); err != nil {

@@ -77,4 +77,14 @@ var EngineMutants = []mutants.Mutant{{
 	Breaks:   []string{mutants.Notifications},
 	Edits:    []mutants.Edit{{File: eng("hub.go"), Find: "\tset[ch] = struct{}{}\n", Replace: "\t_ = set\n"}},
 	CaughtBy: []string{"Capabilities/NotifyOnEnqueue", "Capabilities/NotifyOnFinish"},
+}, {
+	Name:     "flow-key-limit-off-by-one",
+	Breaks:   []string{mutants.ClaimLimit},
+	Edits:    []mutants.Edit{{File: eng("claim_flow.go"), Find: "c.perKey > 0 && fc.counts[kk] >= c.perKey {", Replace: "c.perKey > 0 && fc.counts[kk] > c.perKey {"}},
+	CaughtBy: []string{"FlowLimits/KeyMaxRunning", "FlowLimits/KeyPerTask"},
+}, {
+	Name:     "flow-sequence-ignores-running-member",
+	Breaks:   []string{mutants.ClaimDueOnly},
+	Edits:    []mutants.Edit{{File: eng("claim_flow.go"), Find: "return before == 0 && busy == 0, err", Replace: "return before == 0, err"}},
+	CaughtBy: []string{"FlowSequence/RetryOfReleasedJob"},
 }}
