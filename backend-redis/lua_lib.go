@@ -85,10 +85,11 @@ local RRS, RRB, RRF, RT, RLW, RRE, RLE, RIK = 14, 15, 16, 17, 18, 19, 20, 21
 -- after RF; its RUQ..RUP are nil. Position 22 holds where RF ended.
 local RX = '>BHc0Hc0Hc0'
 local RUQ, RLK, RSK, RUP = 23, 24, 25, 26
--- The ready flag RRD: 0 in no set or the scheduled set, 1 ready, 2 held
--- by its task's concurrency gate (or let back into the ready set from
--- it), 3 waiting behind its sequence's head, 4 held by its limit key's
--- gate (or let back).
+-- The ready flag RRD: 0 in no set or the scheduled set, 1 ready, 3
+-- waiting behind its sequence's head; 2, 4, 5 and 6 held back by a gate
+-- (or let back into the ready set from it and not claimed yet): its
+-- task's concurrency, its limit key's concurrency, its task's start rate,
+-- its limit key's start rate.
 
 -- job states and run statuses, as the record codes them
 local QUEUED, RUNNING, SLEEPING, SUCCEEDED, FAILED, CANCELLED = 1, 2, 3, 4, 5, 6
@@ -402,6 +403,56 @@ local function gatemember(k, id, r, grp)
   return grp .. '#' .. readykey(id, r[RPR], r[RRA]) .. '#' .. k.ready .. '#' .. ARGV[2]
 end
 
+-- gategroup is the gate group of a job held back with ready flag rd.
+local function gategroup(r, rd)
+  if rd == 2 then return 't|' .. r[RT] end
+  if rd == 5 then return 'r|' .. r[RT] end
+  if rd == 4 then return 'k|' .. r[RT] .. '|' .. r[RLK] end
+  return 'rk|' .. r[RT] .. '|' .. r[RLK]
+end
+
+-- letin moves the first n members of gate group g back into their
+-- queues' ready sets, and reports whether members are left.
+local function letin(k, g, n)
+  local ms = redis.call('ZRANGEBYLEX', k.gate, '[' .. g .. '#', '(' .. g .. '$', 'LIMIT', '0', n + 1)
+  local m0 = #ms
+  if m0 > n then ms[m0] = nil end
+  local ch = {}
+  for _, m in ipairs(ms) do
+    local a = string.find(m, '#', #g + 2, true)
+    local b = string.find(m, '#', a + 1, true)
+    redis.call('ZADD', string.sub(m, a + 1, b - 1), '0', string.sub(m, #g + 2, a - 1))
+    ch[string.sub(m, b + 1)] = true
+  end
+  if #ms > 0 then redis.call('ZREM', k.gate, unpack(ms)) end
+  for c, _ in pairs(ch) do
+    if c ~= '' then redis.call('PUBLISH', c, '1') end
+  end
+  return m0 > n
+end
+
+-- admitdue lets in the jobs that start rates held back for a window that
+-- has begun: as many per group as its rate (a claim holds back again
+-- those it cannot start), the group coming due again at the next window
+-- while it holds more.
+local function admitdue(k, now)
+  local due = redis.call('ZRANGEBYSCORE', k.gatet, '-inf', fmt(now), 'LIMIT', '0', '1000')
+  if #due == 0 then return end
+  redis.call('ZREM', k.gatet, unpack(due))
+  local nxt = fmt((math.floor(now / 1000000) + 1) * 1000000)
+  for _, g in ipairs(due) do
+    local key, task = string.match(g, '^(r?k?)|([^|]*)')
+    local n = 0
+    local v = redis.call('HGET', k.tflow, task)
+    if v then
+      local a, b, c3, d = string.match(v, '^(%d+)|(%d+)|(%d+)|(%d+)')
+      n = tonumber(key == 'r' and c3 or d)
+    end
+    if n == 0 then n = 1000 end
+    if letin(k, g, n) then redis.call('ZADD', k.gatet, nxt, g) end
+  end
+end
+
 -- groups returns the concurrency groups of a job: its task's, and its
 -- limit key's or nil.
 local function groupsof(r)
@@ -413,15 +464,11 @@ end
 local function unschedule(k, id, r)
   local rd = r[RRD]
   if rd ~= 0 and rd ~= 3 then zrem(k.ready, readykey(id, r[RPR], r[RRA])) end
-  if rd == 2 or rd == 4 then
+  if rd >= 2 and rd ~= 3 then
     -- held back, or let back and not claimed yet: the gate lets another in
-    local tg, kg = groupsof(r)
-    zrem(k.gate, gatemember(k, id, r, tg))
-    REL[#REL + 1] = tg
-    if kg then
-      zrem(k.gate, gatemember(k, id, r, kg))
-      REL[#REL + 1] = kg
-    end
+    local g = gategroup(r, rd)
+    zrem(k.gate, gatemember(k, id, r, g))
+    REL[#REL + 1] = g
   elseif rd == 3 then
     zrem(k.seqw, r[RSK] .. '#' .. id)
   end
@@ -545,17 +592,7 @@ local function settle(k)
     if redis.call('EXISTS', k.gate) == 1 then
       local want = {}
       for _, g in ipairs(REL) do want[g] = (want[g] or 0) + 1 end
-      for g, n in pairs(want) do
-        local ms = redis.call('ZRANGEBYLEX', k.gate, '[' .. g .. '#', '(' .. g .. '$', 'LIMIT', '0', n)
-        for _, m in ipairs(ms) do
-          local a = string.find(m, '#', #g + 2, true)
-          local b = string.find(m, '#', a + 1, true)
-          redis.call('ZADD', string.sub(m, a + 1, b - 1), '0', string.sub(m, #g + 2, a - 1))
-          local ch = string.sub(m, b + 1)
-          if ch ~= '' then redis.call('PUBLISH', ch, '1') end
-        end
-        if #ms > 0 then redis.call('ZREM', k.gate, unpack(ms)) end
-      end
+      for g, n in pairs(want) do letin(k, g, n) end
     end
     REL = {}
   end

@@ -73,7 +73,8 @@ local k = keys(1)
 local task, cfg = ARGV[3], ARGV[4]
 if cfg == '' then redis.call('HDEL', k.tflow, task) else redis.call('HSET', k.tflow, task, cfg) end
 local n = 0
-for _, rg in ipairs({{'[t|' .. task .. '#', '(t|' .. task .. '$'}, {'[k|' .. task .. '|', '(k|' .. task .. '}'}}) do
+for _, rg in ipairs({{'[t|' .. task .. '#', '(t|' .. task .. '$'}, {'[k|' .. task .. '|', '(k|' .. task .. '}'},
+    {'[r|' .. task .. '#', '(r|' .. task .. '$'}, {'[rk|' .. task .. '|', '(rk|' .. task .. '}'}}) do
   local ms = redis.call('ZRANGEBYLEX', k.gate, rg[1], rg[2])
   local ch = {}
   for _, m in ipairs(ms) do
