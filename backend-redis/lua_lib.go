@@ -537,7 +537,8 @@ local function seqjobs(now, groups)
         seqenter(k, id, r, now)
         if r[RRD] == 1 then groups[g].due = true end
       end
-      if g > 1 then flush(k) end
+      -- flush writes the records it collected into the job hash of k
+      flush(k)
     end
   end
 end

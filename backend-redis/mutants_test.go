@@ -118,27 +118,20 @@ var storeMutants = []mutants.Mutant{{
 	CaughtBy: []string{"Capabilities/NotifyOnEnqueue"},
 }, {
 	Name:     "claim-ignores-key-limit",
-	Breaks:   []string{flowLimits},
+	Breaks:   []string{mutants.ClaimLimit},
 	Edits:    []mutants.Edit{{File: "lua_claim.go", Find: `elseif kg and c[2] > 0 and running(kf) >= c[2] then`, Replace: `elseif false then`}},
 	CaughtBy: []string{"FlowLimits/KeyMaxRunning", "FlowExact/KeyLimit"},
 }, {
 	Name:     "running-count-never-falls",
-	Breaks:   []string{flowLimits},
+	Breaks:   []string{mutants.ClaimLimit},
 	Edits:    []mutants.Edit{{File: "lua_lib.go", Find: `    bump(k.flow, 't', task, d)`, Replace: `    if d > 0 then bump(k.flow, 't', task, d) end`}},
 	CaughtBy: []string{"FlowLimits/FreedByComplete", "FlowLimits/FreedByFail", "FlowLimits/FreedBySleep"},
 }, {
-	Name:     "sequence-not-released",
-	Breaks:   []string{flowSequences},
-	Edits:    []mutants.Edit{{File: "lua_lib.go", Find: `if r[RSK] ~= '' and not (new == FAILED and holds(k, r)) then seqleave(k, id, r) end`, Replace: `if r[RSK] ~= '' and new == CANCELLED then seqleave(k, id, r) end`}},
-	CaughtBy: []string{"FlowSequence/IDOrder", "FlowSequence/OneAtATime", "FlowSequence/ReleaseOnFailure"},
+	Name:     "claim-counts-jobs-alone",
+	Breaks:   []string{mutants.ClaimLimit},
+	Edits:    []mutants.Edit{{File: "lua_claim.go", Find: `  RC[tg] = running(tg) + 1`, Replace: ``}},
+	CaughtBy: []string{"FlowLimits/ClaimCountsTogether", "FlowLimits/TaskPassOver"},
 }}
-
-// The flow-control properties the flow mutants break (the suite has no
-// names for them yet).
-const (
-	flowLimits    = "flow: concurrency limits at claim"
-	flowSequences = "flow: sequences run one at a time in id order"
-)
 
 // redisProperties are the properties the mutants must cover. A claim is one
 // script, which Redis runs alone, so there is no lock whose loss could hand
