@@ -130,7 +130,7 @@ var storeMutants = []mutants.Mutant{{
 	Name:     "claim-counts-jobs-alone",
 	Breaks:   []string{mutants.ClaimLimit},
 	Edits:    []mutants.Edit{{File: "lua_claim.go", Find: `  RC[tg] = running(tg) + 1`, Replace: ``}},
-	CaughtBy: []string{"FlowLimits/ClaimCountsTogether", "FlowLimits/TaskPassOver"},
+	CaughtBy: []string{"FlowLimits/ClaimCountsTogether", "FlowLimits/ConfigChangeNextClaim"},
 }}
 
 // redisProperties are the properties the mutants must cover. A claim is one
