@@ -71,7 +71,7 @@ func (ks keyspace) queueKeys(queue string) []string {
 		t + "txn",               // hash: "<batch>" -> "<c|a>|<decided µs>|<participant queues>": decisions of the cross-slot batches this queue coordinates
 		ks.name(queue, "flow"),  // hash: "t|<task>" and "k|<task>|<key>" running counts, "r|<task>" and "rk|<task>|<key>" start windows
 		ks.name(queue, "tflow"), // hash: task -> its flow limits, "<max running>|<per key>|<starts/s>|<starts/s per key>|<hold>"
-		ks.name(queue, "gate"),  // lex zset: "<group>#<ready member>#<ready key>": jobs a concurrency limit holds back
+		ks.name(queue, "gate"),  // lex zset: "<group>#<ready key>#<ready member>#<channel>": jobs a limit holds back
 		t + "seqh",              // hash: sequence key -> id of the job at its head
 		t + "seqw",              // lex zset: "<sequence key>#<id>": jobs waiting behind their sequence's head
 		ks.name(queue, "gatet"), // zset: start-rate gate group by the start of the window that lets its next jobs in

@@ -397,10 +397,11 @@ end
 -- whose head left: settle lets the next jobs in.
 local REL, SQ = {}, {}
 
--- gatemember is a held-back job's member in the gate set: its group, its
--- ready member, the ready key and the channel of its queue.
+-- gatemember is a held-back job's member in the gate set: its group, the
+-- ready key of its queue, its ready member and its queue's channel. A
+-- group's members sort by queue, then in claim order.
 local function gatemember(k, id, r, grp)
-  return grp .. '#' .. readykey(id, r[RPR], r[RRA]) .. '#' .. k.ready .. '#' .. ARGV[2]
+  return grp .. '#' .. k.ready .. '#' .. readykey(id, r[RPR], r[RRA]) .. '#' .. ARGV[2]
 end
 
 -- gategroup is the gate group of a job held back with ready flag rd.
@@ -411,24 +412,34 @@ local function gategroup(r, rd)
   return 'rk|' .. r[RT] .. '|' .. r[RLK]
 end
 
--- letin moves the first n members of gate group g back into their
--- queues' ready sets, and reports whether members are left.
+-- letin moves the first n members of gate group g of each queue back
+-- into the queue's ready set: the room a transition freed goes to the
+-- claim that comes first, in whichever queue. It reports whether members
+-- are left behind in some queue.
 local function letin(k, g, n)
-  local ms = redis.call('ZRANGEBYLEX', k.gate, '[' .. g .. '#', '(' .. g .. '$', 'LIMIT', '0', n + 1)
-  local m0 = #ms
-  if m0 > n then ms[m0] = nil end
-  local ch = {}
-  for _, m in ipairs(ms) do
-    local a = string.find(m, '#', #g + 2, true)
-    local b = string.find(m, '#', a + 1, true)
-    redis.call('ZADD', string.sub(m, a + 1, b - 1), '0', string.sub(m, #g + 2, a - 1))
-    ch[string.sub(m, b + 1)] = true
+  local lo, hi = '[' .. g .. '#', '(' .. g .. '$'
+  local left = false
+  while true do
+    local ms = redis.call('ZRANGEBYLEX', k.gate, lo, hi, 'LIMIT', '0', n + 1)
+    if #ms == 0 then break end
+    local p = #g + 2
+    local rk = string.sub(ms[1], p, string.find(ms[1], '#', p, true) - 1)
+    local q = p + #rk + 1
+    local take, ch = {}, ''
+    for _, m in ipairs(ms) do
+      if string.sub(m, p, q - 1) ~= rk .. '#' then break end
+      if #take == n then left = true break end
+      take[#take + 1] = m
+      local b = string.find(m, '#', q, true)
+      redis.call('ZADD', rk, '0', string.sub(m, q, b - 1))
+      ch = string.sub(m, b + 1)
+    end
+    redis.call('ZREM', k.gate, unpack(take))
+    if ch ~= '' then redis.call('PUBLISH', ch, '1') end
+    -- on to the next queue: past every member of this one
+    lo = '(' .. g .. '#' .. rk .. '$'
   end
-  if #ms > 0 then redis.call('ZREM', k.gate, unpack(ms)) end
-  for c, _ in pairs(ch) do
-    if c ~= '' then redis.call('PUBLISH', c, '1') end
-  end
-  return m0 > n
+  return left
 end
 
 -- admitdue lets in the jobs that start rates held back for a window that

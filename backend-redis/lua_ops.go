@@ -81,7 +81,7 @@ for _, rg in ipairs({{'[t|' .. task .. '#', '(t|' .. task .. '$'}, {'[k|' .. tas
     local a = string.find(m, '#', 1, true)
     local b = string.find(m, '#', a + 1, true)
     local c = string.find(m, '#', b + 1, true)
-    redis.call('ZADD', string.sub(m, b + 1, c - 1), '0', string.sub(m, a + 1, b - 1))
+    redis.call('ZADD', string.sub(m, a + 1, b - 1), '0', string.sub(m, b + 1, c - 1))
     ch[string.sub(m, c + 1)] = true
   end
   if #ms > 0 then bulk('ZREM', k.gate, ms) end
