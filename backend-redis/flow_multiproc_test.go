@@ -238,7 +238,8 @@ func flowMultiProcess(t *testing.T, c redis.UniversalClient, target string, oneS
 	if counts[core.StateSucceeded] != flowJobs || len(counts) != 1 {
 		t.Fatalf("counts %v", counts)
 	}
-	// Nothing is left behind: no running count, no gate, no sequence head.
+	// Nothing is left behind: no running count above zero, no gate, no
+	// sequence head.
 	keys := b.ks.queueKeys(flowQueues[0])
 	for _, k := range []int{kFlow, kGate, kGatet, kSeqh, kSeqw} {
 		n, err := c.Exists(ctx, keys[k]).Result()
@@ -254,7 +255,7 @@ func flowMultiProcess(t *testing.T, c redis.UniversalClient, target string, oneS
 				t.Fatal(err)
 			}
 			for f, v := range m {
-				if !strings.HasPrefix(f, "r") {
+				if !strings.HasPrefix(f, "r") && v != "0" {
 					t.Errorf("flow count %s = %s is left", f, v)
 				}
 			}
