@@ -103,10 +103,13 @@ local function takes(id, r)
     return false
   end
   RC[tg] = running(tg) + 1
-  RW['r|' .. task] = starts('r|' .. task) + 1
-  RWD['r|' .. task] = true
-  if kg then
-    RC[kf] = running(kf) + 1
+  if kg then RC[kf] = running(kf) + 1 end
+  -- start windows are kept for the rates that are set
+  if c[3] > 0 then
+    RW['r|' .. task] = starts('r|' .. task) + 1
+    RWD['r|' .. task] = true
+  end
+  if kg and c[4] > 0 then
     RW[kr] = starts(kr) + 1
     RWD[kr] = true
   end
