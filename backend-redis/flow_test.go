@@ -171,3 +171,36 @@ func TestGateLetsNextInAfterCancel(t *testing.T) {
 		t.Fatalf("claim after the delete: %v", last)
 	}
 }
+
+// TestPendItemsOldLayout: the items of a batch part prepared before items
+// had a flow value (10 values each) are read with an empty flow value; a
+// part of this layout is read as it is.
+func TestPendItemsOldLayout(t *testing.T) {
+	ctx := context.Background()
+	c := standaloneClient(t)
+	body := `
+local A = {}
+for i = 1, tonumber(ARGV[1]) * tonumber(ARGV[2]) do A[i] = 'v' .. i end
+for b = 1, #A, tonumber(ARGV[2]) do A[b] = '1' end
+if ARGV[2] == '11' then for b = 11, #A, 11 do A[b] = ARGV[3] end end
+return pendItems(A)
+`
+	src := luaLibFor(body) + body
+	for _, c2 := range []struct {
+		items, width int
+		flow         string
+	}{{1, 10, ""}, {11, 10, ""}, {3, 11, ""}, {11, 11, "0|s"}} {
+		v, err := c.Eval(ctx, src, nil, c2.items, c2.width, c2.flow).StringSlice()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(v) != 11*c2.items {
+			t.Fatalf("%+v: %d values, want %d", c2, len(v), 11*c2.items)
+		}
+		for b := 0; b < len(v); b += 11 {
+			if v[b] != "1" || v[b+10] != c2.flow {
+				t.Fatalf("%+v: item at %d is %v", c2, b, v[b:b+11])
+			}
+		}
+	}
+}

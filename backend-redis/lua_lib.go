@@ -257,6 +257,21 @@ end
 -- EW is the number of values per item of an enqueue (see luaEnqueue).
 local EW = 11
 
+-- pendItems returns the items of a prepared batch part with EW values
+-- each. A part prepared before items had their flow value has 10 each
+-- (the eleventh value is then the next item's group, digits only, where a
+-- flow value is empty or holds a '|'): it gets an empty flow value each.
+local function pendItems(A)
+  local n = #A
+  if n % EW == 0 and (n == 0 or A[11] == '' or string.find(A[11], '|', 1, true)) then return A end
+  local out = {}
+  for b = 1, n, 10 do
+    for j = 0, 9 do out[#out + 1] = A[b + j] end
+    out[#out + 1] = ''
+  end
+  return out
+end
+
 -- ratemembers drops the rate members older than los of the tasks of
 -- items 1..n of A (from position first on, EW values each; those in skip
 -- reuse a job and do not count) and adds one member per group and task.
