@@ -410,9 +410,10 @@ local function place(k, id, r, now)
   end
 end
 
--- REL lists the concurrency groups ("t|<task>", "k|<task>|<key>") that
--- gave up a running job or a held-back job in this call, SQ the sequences
--- whose head left: settle lets the next jobs in.
+-- REL lists the gate groups ("t|<task>", "k|<task>|<key>", ...) that
+-- gave up a held-back job in this call, and the records of the jobs that
+-- left running (standing for their task's and limit key's groups); SQ the
+-- sequences whose head left: settle lets the next jobs in.
 local REL, SQ = {}, {}
 
 -- gatemember is a held-back job's member in the gate set: its group, the
@@ -516,13 +517,11 @@ local function setstate(k, id, r, new)
   if old == RUNNING or new == RUNNING then
     -- running counts of the task and its limit key, for the limits at claim
     local d = new == RUNNING and 1 or -1
-    local tg, kg = groupsof(r)
     bump(k.flow, 't', task, d)
-    if kg then bump(k.flow, 'k', task .. '|' .. r[RLK], d) end
-    if d < 0 then
-      REL[#REL + 1] = tg
-      if kg then REL[#REL + 1] = kg end
-    end
+    local lk = r[RLK]
+    if lk and lk ~= '' then bump(k.flow, 'k', task .. '|' .. lk, d) end
+    -- the record stands for its groups (see settle)
+    if d < 0 then REL[#REL + 1] = r end
   end
   r[RST] = new
 end
@@ -596,6 +595,12 @@ end
 -- head.
 local function settle(k)
   if #SQ == 0 and #REL == 0 then return end
+  -- most calls free room where nothing is held back: no gate, no flush
+  local gated = #REL > 0 and (Z[k.gate] ~= nil or redis.call('EXISTS', k.gate) == 1)
+  if #SQ == 0 and not gated then
+    REL = {}
+    return
+  end
   flush(k)
   if #SQ > 0 then
     local now = NOW or now_us()
@@ -619,9 +624,17 @@ local function settle(k)
     SQ = {}
   end
   if #REL > 0 then
-    if redis.call('EXISTS', k.gate) == 1 then
+    if gated then
       local want = {}
-      for _, g in ipairs(REL) do want[g] = (want[g] or 0) + 1 end
+      for _, g in ipairs(REL) do
+        if type(g) == 'table' then
+          local tg, kg = groupsof(g)
+          want[tg] = (want[tg] or 0) + 1
+          if kg then want[kg] = (want[kg] or 0) + 1 end
+        else
+          want[g] = (want[g] or 0) + 1
+        end
+      end
       for g, n in pairs(want) do letin(k, g, n) end
     end
     REL = {}
