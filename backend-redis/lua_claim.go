@@ -55,6 +55,23 @@ local function running(f)
   end
   return v
 end
+-- prefetch reads the running counts of the groups of the jobs ids that
+-- have limits, and that this claim has not read yet, in one HMGET
+local function prefetch(ids)
+  local f = {}
+  for _, id in ipairs(ids) do
+    local r = J[id]
+    if r and limitsof(r[RT]) then
+      local tg, kg = groupsof(r)
+      if RC[tg] == nil then RC[tg] = 0; f[#f + 1] = tg end
+      if kg and RC[kg] == nil then RC[kg] = 0; f[#f + 1] = kg end
+    end
+  end
+  if #f > 0 then
+    local v = hmget(k.flow, f)
+    for i, fl in ipairs(f) do RC[fl] = tonumber(v[i] or '0') end
+  end
+end
 -- starts in the current second, as stored plus this claim's
 local function starts(f)
   local v = RW[f]
@@ -147,6 +164,7 @@ while more and got < limit do
   local ids = {}
   for i, m in ipairs(ms) do ids[i] = string.sub(m, 25) end
   fetch(k, ids)
+  if flowon then prefetch(ids) end
   for i, m in ipairs(ms) do
     local id = ids[i]
     local r = J[id]
