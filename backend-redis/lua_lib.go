@@ -242,10 +242,10 @@ local function flush(k)
         if d ~= 0 then
           local fl = a .. '|' .. b
           local v = redis.call('HINCRBY', key, fl, fmt(d))
-          -- a key's count that falls to zero goes (there may be many
-          -- keys); a task's stays at zero, or goes when below it (jobs
-          -- that ran before the counts existed)
-          if drop and (v < 0 or v == 0 and a == 'k') then redis.call('HDEL', key, fl) end
+          -- a count that falls to zero goes, so that a deleted queue
+          -- leaves none (below zero: jobs that ran before the counts
+          -- existed)
+          if drop and v <= 0 then redis.call('HDEL', key, fl) end
         end
       end
     end
