@@ -19,7 +19,119 @@ local nows = fmt(now)
 local worker, limit, ttl = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local lx = now + ttl
 local out = {'ok', nows, fmt(lx)}
-if redis.call('HGET', k.conf, 'paused') == '1' then return out end
+local qc = redis.call('HMGET', k.conf, 'paused', 'max_running')
+if qc[1] == '1' then return out end
+-- the queue's limit: a claim never takes more than the room left
+local qmax = tonumber(qc[2] or '0')
+if qmax > 0 then
+  local room = qmax - redis.call('ZCARD', k.lease)
+  if room <= 0 then return out end
+  if room < limit then limit = room end
+end
+-- the task limits: only tasks with flow limits have an entry in tflow
+local flowon = redis.call('HLEN', k.tflow) > 0
+local FC, RC, RW, RWD = {}, {}, {}, {}
+local sec = math.floor(now / 1000000)
+if flowon then admitdue(k, now) end
+local function limitsof(task)
+  local c = FC[task]
+  if c == nil then
+    c = false
+    local v = redis.call('HGET', k.tflow, task)
+    if v then
+      local a, b, c3, d = string.match(v, '^(%d+)|(%d+)|(%d+)|(%d+)')
+      c = {tonumber(a), tonumber(b), tonumber(c3), tonumber(d)}
+    end
+    FC[task] = c
+  end
+  return c
+end
+-- running counts as stored, plus this claim's
+local function running(f)
+  local v = RC[f]
+  if v == nil then
+    v = tonumber(redis.call('HGET', k.flow, f) or '0')
+    RC[f] = v
+  end
+  return v
+end
+-- prefetch reads the running counts of the groups of the jobs ids that
+-- have limits, and that this claim has not read yet, in one HMGET
+local function prefetch(ids)
+  local f = {}
+  for _, id in ipairs(ids) do
+    local r = J[id]
+    if r and limitsof(r[RT]) then
+      local tg, kg = groupsof(r)
+      if RC[tg] == nil then RC[tg] = 0; f[#f + 1] = tg end
+      if kg and RC[kg] == nil then RC[kg] = 0; f[#f + 1] = kg end
+    end
+  end
+  if #f > 0 then
+    local v = hmget(k.flow, f)
+    for i, fl in ipairs(f) do RC[fl] = tonumber(v[i] or '0') end
+  end
+end
+-- starts in the current second, as stored plus this claim's
+local function starts(f)
+  local v = RW[f]
+  if v == nil then
+    v = 0
+    local w = redis.call('HGET', k.flow, f)
+    if w then
+      local ws, n = string.match(w, '^(%d+):(%d+)$')
+      ws = tonumber(ws)
+      -- a claim whose clock is behind a window already counted starts
+      -- nothing under that rate: its own window's count is gone
+      if ws == sec then v = tonumber(n) elseif ws > sec then v = math.huge end
+    end
+    RW[f] = v
+  end
+  return v
+end
+-- takes reports whether job id may start now under its task's limits,
+-- and counts it when it may. A job held by a concurrency limit goes into
+-- the gate of its group, which lets it back when the group frees a slot;
+-- one held by a start rate waits in its gate for the next window.
+local function takes(id, r)
+  local c = limitsof(r[RT])
+  if not c then return true end
+  local task = r[RT]
+  local tg, kg = groupsof(r)
+  local kf, kr
+  if kg then kf, kr = 'k|' .. task .. '|' .. r[RLK], 'rk|' .. task .. '|' .. r[RLK] end
+  local rd
+  if c[1] > 0 and running(tg) >= c[1] then
+    rd = 2
+  elseif kg and c[2] > 0 and running(kf) >= c[2] then
+    rd = 4
+  elseif c[3] > 0 and starts('r|' .. task) >= c[3] then
+    rd = 5
+  elseif kg and c[4] > 0 and starts(kr) >= c[4] then
+    rd = 6
+  end
+  if rd then
+    r[RRD] = rd
+    local g = gategroup(r, rd)
+    zadd(k.gate, '0', gatemember(k, id, r, g))
+    -- a start rate lets its group in again when the next window begins
+    if rd >= 5 then zadd(k.gatet, fmt((sec + 1) * 1000000), g) end
+    put(id, r)
+    return false
+  end
+  RC[tg] = running(tg) + 1
+  if kg then RC[kf] = running(kf) + 1 end
+  -- start windows are kept for the rates that are set
+  if c[3] > 0 then
+    RW['r|' .. task] = starts('r|' .. task) + 1
+    RWD['r|' .. task] = true
+  end
+  if kg and c[4] > 0 then
+    RW[kr] = starts(kr) + 1
+    RWD[kr] = true
+  end
+  return true
+end
 
 local due = redis.call('ZRANGEBYSCORE', k.sched, '-inf', nows, 'LIMIT', '0', 5000 + limit)
 if #due > 0 then
@@ -52,10 +164,12 @@ while more and got < limit do
   local ids = {}
   for i, m in ipairs(ms) do ids[i] = string.sub(m, 25) end
   fetch(k, ids)
+  if flowon then prefetch(ids) end
   for i, m in ipairs(ms) do
     local id = ids[i]
     local r = J[id]
-    if r and (r[RST] == QUEUED or r[RST] == SLEEPING) and r[RRD] == 1 then
+    local rd = r and r[RRD]
+    if r and (r[RST] == QUEUED or r[RST] == SLEEPING) and rd ~= 0 and rd ~= 3 then
       r[RRD] = 0
       if r[RRA] > now then
         place(k, id, r, now)
@@ -65,6 +179,8 @@ while more and got < limit do
         if d and now >= d then
           finish(k, id, r, CANCELLED, now, RUN_CANCELLED, reason)
           cancelled = true
+        elseif flowon and not takes(id, r) then
+          -- held back: passed over
         else
           spill(k, id, r)
           if r[RST] ~= SLEEPING then r[RA] = r[RA] + 1 end
@@ -86,6 +202,14 @@ while more and got < limit do
       end
     end
   end
+end
+if next(RWD) then
+  local w = {}
+  for f, _ in pairs(RWD) do
+    w[#w + 1] = f
+    w[#w + 1] = sformat('%.0f', sec) .. ':' .. sformat('%.0f', RW[f])
+  end
+  redis.call('HSET', k.flow, unpack(w))
 end
 if got > 0 then
   local x = fetch(k, claimed, true)
