@@ -35,9 +35,9 @@ import (
 
 // Where a queued or sleeping job is placed.
 const (
-	unplaced  uint8 = iota // not claimable: its sequence holds it back
-	inSched                // waiting for its run-at in the queue's schedule
-	inLane                 // in its lane
+	unplaced uint8 = iota // not claimable: its sequence holds it back
+	inSched               // waiting for its run-at in the queue's schedule
+	inLane                // in its lane
 )
 
 // gate is one node of a queue's ready index: the root, a task gate or a
