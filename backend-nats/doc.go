@@ -135,6 +135,22 @@
 // not grow the log. A job that another process enqueued an instant earlier
 // is then found by the next claim, which the Subscribe signal prompts.
 //
+// # Flow control
+//
+// The Backend implements core.FlowController. The flow rules are part of
+// the state machine (the flow_*.go files), so every replica decides a
+// claim against the same limits at the server's time of the claim
+// command. The replica keeps running counters per task, (task, limit key)
+// and queue, moved in the same step as every transition into or out of
+// running, and the claims of each task and key in the current second. A
+// queue's claimable jobs are held in a gated index (lanes per task and
+// limit key under a gate per task): a claim that meets a saturated task or
+// key closes its gate, and later claims skip all of its jobs at once,
+// until a transition frees a slot, the second ends or the config changes.
+// A sequence places only the job it may run next. Claim cost thus does not
+// grow with saturated keys or blocked sequences. Commands that use flow
+// control carry command version 3 (see Deletion for what versions mean).
+//
 // # Server versions
 //
 // NATS server 2.9.0 and later, tested with 2.9.10 (Debian's) and 2.15.3.
