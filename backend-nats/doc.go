@@ -18,10 +18,10 @@
 // Each Backend is a replica of the store. An ordered consumer delivers the
 // stream (from the newest snapshot on, see Compaction), and the Backend
 // applies each command, in stream order and under its lock, to memory: the
-// jobs with their runs and checkpoints, one B-tree per queue in claim order
-// (priority, run-at, id), the ids of all jobs and of each queue's jobs in
-// order, the idempotency keys, per-task counters for the
-// rate limits and the statistics, a B-tree of finished jobs for retention,
+// jobs with their runs and checkpoints, one ready index per queue in claim
+// order (priority, run-at, id) gated by the flow limits, the ids of all jobs and of each queue's jobs in
+// order, the idempotency keys, the sequences, counters for the rate
+// limits, the flow limits and the statistics, a B-tree of finished jobs for retention,
 // and the task and queue configs. Two Backends in two processes that have applied the same
 // prefix of the stream hold the same state.
 //
