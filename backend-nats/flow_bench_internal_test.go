@@ -81,3 +81,57 @@ func benchApplyClaim(b *testing.B, keys int, limit bool) {
 		apply(command{Op: opComplete, Completions: []completionItem{{Lease: out.jobs[0].Lease}}})
 	}
 }
+
+// BenchmarkApplyDrain measures the replica's own cost of draining jobs
+// spread over 100 limit keys in claims of 10 (each followed by the
+// completion of the ten), with a per-key limit that is never reached and
+// with no limit: what an unsaturated limit adds to a claim.
+func BenchmarkApplyDrain(b *testing.B) {
+	b.Run("perKeyLimit", func(b *testing.B) { benchApplyDrain(b, true) })
+	b.Run("noLimit", func(b *testing.B) { benchApplyDrain(b, false) })
+}
+
+func benchApplyDrain(b *testing.B, limit bool) {
+	s := newState()
+	now := time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC)
+	var req uint64
+	apply := func(c command) outcome {
+		req++
+		c.Origin, c.Req, c.Now = "bench", req, now
+		out, err := s.apply(&c)
+		if err != nil {
+			b.Fatal(err)
+		}
+		clear(s.touched)
+		return out
+	}
+	if limit {
+		apply(command{Op: opTaskConfig, TaskConfig: &core.TaskConfig{Task: "t", MaxRunningPerKey: 100}})
+	}
+	n := b.N * 10
+	for done := 0; done < n; {
+		reqs := make([]core.EnqueueRequest, min(1000, n-done))
+		for i := range reqs {
+			reqs[i] = core.EnqueueRequest{Task: "t", LimitKey: fmt.Sprint("key-", (done+i)%100)}
+		}
+		jobs, err := core.PrepareJobs(reqs, now, core.DefaultLimits)
+		if err != nil {
+			b.Fatal(err)
+		}
+		apply(command{Op: opEnqueue, Jobs: jobs})
+		done += len(reqs)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		out := apply(command{Op: opClaim, Queue: "default", WorkerID: "w", Limit: 10, TTL: time.Hour})
+		if len(out.jobs) != 10 {
+			b.Fatalf("claim handed out %d jobs", len(out.jobs))
+		}
+		items := make([]completionItem, len(out.jobs))
+		for i, j := range out.jobs {
+			items[i] = completionItem{Index: i, Lease: j.Lease}
+		}
+		apply(command{Op: opComplete, Completions: items})
+	}
+}
