@@ -2,6 +2,7 @@ package natsq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -52,8 +53,36 @@ func digest(s *state) string {
 	for q, t := range s.qids {
 		t.Ascend(func(id string) bool { add("qid %s %s", q, id); return true })
 	}
-	for q, t := range s.ready {
-		t.Ascend(func(k readyKey) bool { add("ready %s %v", q, k); return true })
+	// Where a job waits (lane or schedule) and which gates are closed may
+	// differ between a replica that replayed the log and one rebuilt from
+	// a snapshot; that a job is placed, and the lane it is in once placed,
+	// may not.
+	for id, r := range s.jobs {
+		if r.where != unplaced {
+			add("placed %s %s %s/%s", r.job.Queue, id, r.job.Task, r.job.LimitKey)
+		}
+		if r.holdsSeq {
+			add("holds sequence %s", id)
+		}
+	}
+	for k, q := range s.seqs {
+		var ids []string
+		q.members.Ascend(func(id string) bool { ids = append(ids, id); return true })
+		add("sequence %v members=%v busy=%d holding=%d admitted=%s", k, ids, q.busy, q.holding, q.admitted)
+	}
+	for k, n := range s.flow.taskRunning {
+		add("task running %s %d", k, n)
+	}
+	for k, m := range s.flow.keyRunning {
+		for key, n := range m {
+			add("key running %s %s %d", k, key, n)
+		}
+	}
+	for k, n := range s.flow.queueRunning {
+		add("queue running %s %d", k, n)
+	}
+	if len(s.flow.taskStarts) > 0 || len(s.flow.keyStarts) > 0 {
+		add("starts %d %v %v", s.flow.rateSec, s.flow.taskStarts, s.flow.keyStarts)
 	}
 	for id := range s.running {
 		add("running %s", id)
@@ -139,6 +168,7 @@ func work(t *testing.T, b *Backend, clock *core.ManualClock, rounds int) {
 				t.Fatal(err)
 			}
 		}
+		workFlow(t, b, i)
 		clock.Advance(1500 * time.Millisecond)
 		if i%10 == 9 {
 			if _, err := b.DeleteQueue(ctx, core.DeleteQueueRequest{Queue: "paused", Limit: 2}); err != nil {
@@ -148,6 +178,56 @@ func work(t *testing.T, b *Backend, clock *core.ManualClock, rounds int) {
 				t.Fatal(err)
 			}
 			if _, err := b.Cleanup(ctx, core.CleanupRequest{FinishedBefore: clock.Now().Add(-5 * time.Second), Limit: 3}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// workFlow runs flow-controlled jobs in queue "flow": limit keys under a
+// per-key limit and a start rate, sequences that failures hold, and
+// while-active keys that retries take back.
+func workFlow(t *testing.T, b *Backend, i int) {
+	t.Helper()
+	ctx := context.Background()
+	if i == 0 {
+		if err := b.PutTaskConfig(ctx, core.TaskConfig{Task: "flow", MaxRunningPerKey: 1, MaxStartsPerSecond: 3, HoldSequenceOnFailure: true}); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.PutQueueConfig(ctx, core.QueueConfig{Queue: "flow", MaxRunning: 4}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := []core.EnqueueRequest{
+		{Queue: "flow", Task: "flow", LimitKey: fmt.Sprint("tenant", i%3)},
+		{Queue: "flow", Task: "flow", SequenceKey: fmt.Sprint("seq", i%2), MaxAttempts: 1},
+		{Queue: "flow", Task: "flow", IdempotencyKey: fmt.Sprint("active", i%2), Unique: core.UniqueWhileActive},
+	}
+	if _, err := b.Enqueue(ctx, reqs); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := b.Claim(ctx, core.ClaimRequest{Queue: "flow", WorkerID: "w", Limit: 3, LeaseTTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, j := range jobs {
+		switch (i + n) % 3 {
+		case 0:
+			_, err = b.Complete(ctx, []core.Completion{{Lease: j.Lease}})
+		case 1:
+			_, err = b.Fail(ctx, core.Failure{Lease: j.Lease, Error: "boom", Terminal: true})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if i%4 == 3 {
+		page, err := b.SearchJobs(ctx, core.JobSearch{JobFilter: core.JobFilter{Queue: "flow", States: []core.JobState{core.StateFailed}, Limit: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range page.Jobs {
+			if _, err := b.Retry(ctx, j.ID); err != nil && !errors.Is(err, core.ErrIdempotencyConflict) {
 				t.Fatal(err)
 			}
 		}
