@@ -147,6 +147,11 @@ func Run(ctx context.Context, st Store, cfg Config, progressTo, logTo io.Writer)
 				return rep, err
 			}
 		}
+		if cfg.has(ScenarioBatchLimit) {
+			if err := record(named("batch-limit")(e.runBatch(ctx, "batch-limit", taskLimit, cfg.Concurrency))); err != nil {
+				return rep, err
+			}
+		}
 		if work {
 			if err := batch("batch-work", taskWork); err != nil {
 				return rep, err
@@ -207,7 +212,7 @@ func Run(ctx context.Context, st Store, cfg Config, progressTo, logTo io.Writer)
 
 // finish computes medians, ceiling fractions and verdicts.
 func (rep *Report) finish() {
-	order := []string{"ceiling", "batch-noop", "batch-noop-defaults", "batch-work", "batch-work-defaults", "mixed", "roundtrip", "idle",
+	order := []string{"ceiling", "batch-noop", "batch-noop-defaults", "batch-limit", "batch-work", "batch-work-defaults", "mixed", "roundtrip", "idle",
 		"scaling-small", "scaling-large", "soak", "soak-held"}
 	rep.Results = nil
 	for _, name := range order {
@@ -239,6 +244,9 @@ func (rep *Report) finish() {
 		}
 	}
 	rep.Verdicts = verdicts(rep.Kind, rep.Results, pairRatios(rep.AllRuns, "scaling-large", "scaling-small"))
+	if ratios := pairRatios(rep.AllRuns, "batch-limit", "batch-noop"); len(ratios) > 0 {
+		rep.Verdicts = append(rep.Verdicts, ratioVerdict(fmt.Sprintf("drain with a per-key limit over %d keys / plain drain", LimitKeys), LimitMinRatio, ratios))
+	}
 	if ratios := pairRatios(rep.AllRuns, "batch-noop-defaults", "batch-noop"); len(ratios) > 0 {
 		rep.Verdicts = append(rep.Verdicts, ratioVerdict(fmt.Sprintf("drain with WorkerOptions{} / with -w %d", rep.Config.Concurrency), DefaultsMinRatio, ratios))
 	}
