@@ -50,8 +50,8 @@ func New(client redis.UniversalClient, opts Options) (*Backend, error) {
 	b := &Backend{
 		rdb:     client,
 		opts:    opts,
-		ks:      keyspace{prefix: opts.Prefix},
-		sharded: !single,
+		ks:      keyspace{prefix: opts.Prefix, oneSlot: opts.OneSlot, nsFlow: single || opts.OneSlot},
+		sharded: !single && !opts.OneSlot,
 		qcache:  map[string]string{},
 	}
 	b.functions.Store(opts.Scripts == ScriptsAuto)

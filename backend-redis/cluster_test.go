@@ -169,5 +169,12 @@ func stopCluster() {
 }
 
 func TestConformanceCluster(t *testing.T) {
-	conformance.Run(t, harness("redis-cluster", Options{}, func(t testing.TB) redis.UniversalClient { return clusterClient(t) }))
+	conformance.Run(t, harness("redis-cluster", Options{OneSlot: true}, func(t testing.TB) redis.UniversalClient { return clusterClient(t) }))
+}
+
+// TestConformanceClusterSlots runs the suite on the cluster with a slot
+// per queue (the default layout): everything but flow control, whose task
+// limits span queues.
+func TestConformanceClusterSlots(t *testing.T) {
+	conformance.Run(t, harness("redis-cluster-slots", Options{}, func(t testing.TB) redis.UniversalClient { return clusterClient(t) }))
 }

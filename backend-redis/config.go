@@ -44,11 +44,32 @@ func (b *Backend) PutTaskConfig(ctx context.Context, cfg core.TaskConfig) error 
 	if err := core.ValidateTaskConfig(cfg); err != nil {
 		return err
 	}
+	if b.sharded && cfg.UsesFlowControl() {
+		return fmt.Errorf("redisq: put task config %q: %w: the flow limits of a task span queues, which live in different slots of this cluster; use Options.OneSlot", cfg.Task, core.ErrUnsupported)
+	}
 	data, err := json.Marshal(cfg)
 	if err != nil {
 		return fmt.Errorf("redisq: put task config: %w", err)
 	}
-	return wrap("put task config", b.rdb.HSet(ctx, b.ks.tasks(), cfg.Task, data).Err())
+	if err := b.rdb.HSet(ctx, b.ks.tasks(), cfg.Task, data).Err(); err != nil {
+		return wrap("put task config", err)
+	}
+	if b.sharded {
+		return nil
+	}
+	// The flow limits go where the claim script reads them; the jobs that
+	// the old limits held back are let back, so the new ones take effect
+	// at the next claim.
+	flow := ""
+	if cfg.UsesFlowControl() {
+		hold := 0
+		if cfg.HoldSequenceOnFailure {
+			hold = 1
+		}
+		flow = fmt.Sprintf("%d|%d|%d|%d|%d", cfg.MaxRunning, cfg.MaxRunningPerKey, cfg.MaxStartsPerSecond, cfg.MaxStartsPerSecondPerKey, hold)
+	}
+	_, err = b.run(ctx, scriptFlowConfig, core.DefaultQueue, cfg.Task, flow)
+	return wrap("put task config", err)
 }
 
 // GetQueueConfig returns the stored config of a queue, or the zero config
@@ -69,6 +90,7 @@ func (b *Backend) GetQueueConfig(ctx context.Context, queue string) (core.QueueC
 	ttl, _ := strconv.ParseInt(m["retention"], 10, 64)
 	out.RetentionTTL = time.Duration(ttl)
 	out.CleanupLimit, _ = strconv.Atoi(m["cleanup_limit"])
+	out.MaxRunning, _ = strconv.Atoi(m["max_running"])
 	return out, nil
 }
 
@@ -86,7 +108,7 @@ func (b *Backend) PutQueueConfig(ctx context.Context, cfg core.QueueConfig) erro
 		paused = "1"
 	}
 	key := b.ks.queueKeys(cfg.Queue)[kConf]
-	if err := b.rdb.HSet(ctx, key, "paused", paused, "retention", int64(cfg.RetentionTTL), "cleanup_limit", cfg.CleanupLimit).Err(); err != nil {
+	if err := b.rdb.HSet(ctx, key, "paused", paused, "retention", int64(cfg.RetentionTTL), "cleanup_limit", cfg.CleanupLimit, "max_running", cfg.MaxRunning).Err(); err != nil {
 		return wrap("put queue config", err)
 	}
 	if err := b.rdb.SAdd(ctx, b.ks.queues(), cfg.Queue).Err(); err != nil {

@@ -1,6 +1,7 @@
 package redisq
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/boson-go/boson/conformance"
@@ -13,13 +14,17 @@ import (
 // proves that pub/sub alone delivers the signals; 0 keeps the production
 // fallback tick, which makes up for a signal lost on the way (core.Notifier
 // allows that).
+//
+// Flow control is declared unless the client is a cluster with a slot per
+// queue (no OneSlot), where the task limits that span queues are refused.
 func harness(name string, base Options, client func(t testing.TB) redis.UniversalClient) conformance.Harness {
+	flow := base.OneSlot || !strings.Contains(name, "cluster")
 	return conformance.Harness{
 		Name: name,
 		New: func(t testing.TB, opts conformance.Options) core.QueueBackend {
-			return newBackend(t, client(t), Options{Clock: opts.Clock, Limits: opts.Limits, PollInterval: base.PollInterval, Scripts: base.Scripts})
+			return newBackend(t, client(t), Options{Clock: opts.Clock, Limits: opts.Limits, PollInterval: base.PollInterval, Scripts: base.Scripts, OneSlot: base.OneSlot})
 		},
-		Capabilities: conformance.Capabilities{Notify: true, Runs: true, Search: true, Tasks: true, Delete: true},
+		Capabilities: conformance.Capabilities{Notify: true, Runs: true, Search: true, Tasks: true, Delete: true, Flow: flow},
 	}
 }
 

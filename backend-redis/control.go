@@ -58,6 +58,8 @@ func (b *Backend) jobCall(ctx context.Context, op string, s *luaScript, id strin
 	case "state":
 		st, _ := str(rest[0])
 		return "", nil, fmt.Errorf("redisq: %s: job %s is %s: %w", op, id, st, core.ErrInvalidState)
+	case "conflict":
+		return "", nil, fmt.Errorf("redisq: %s: job %s: %w: another job holds its idempotency key", op, id, core.ErrIdempotencyConflict)
 	}
 	return "", nil, fmt.Errorf("redisq: %s: unexpected reply %q", op, status)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -27,7 +28,15 @@ type record struct {
 	runStarted, runFinished  int64
 	task, worker, runError   string
 	lastError, idemKey       string
+	// the flow fields, after the base layout (RX in luaLib) when the job
+	// has any
+	unique                core.UniqueMode
+	limitKey, sequenceKey string
+	uniquePeriod          time.Duration
 }
+
+// uniqueCodes are the record's codes of the unique modes (RUQ in luaLib).
+var uniqueCodes = []core.UniqueMode{core.UniqueUntilRetention, core.UniqueWhileActive, core.UniqueByPeriod}
 
 // stateCodes and runCodes are the codes of the record's states and run
 // statuses (SN and RSN in luaLib), from 1.
@@ -101,6 +110,17 @@ func parseRecord(id string, rec any) (record, error) {
 	v.runStarted, v.runFinished = r.num(), r.num()
 	v.task, v.worker, v.runError = r.str(), r.str(), r.str()
 	v.lastError, v.idemKey = r.str(), r.str()
+	if !r.err && len(r.b) > 0 {
+		u := r.code()
+		v.limitKey, v.sequenceKey = r.str(), r.str()
+		p, _ := strconv.ParseInt(r.str(), 10, 64)
+		v.uniquePeriod = time.Duration(p)
+		if u >= len(uniqueCodes) {
+			r.err = true
+		} else {
+			v.unique = uniqueCodes[u]
+		}
+	}
 	if r.err || len(r.b) != 0 || st < 1 || st > len(stateCodes) || rs > len(runCodes) {
 		return record{}, fmt.Errorf("redisq: job %s: record of %d bytes does not fit its layout: %w", id, len(s), errRecord)
 	}
@@ -150,7 +170,32 @@ func packRecord(j core.Job) string {
 	b = appendStr(b, "") // run error
 	b = appendStr(b, "") // last error
 	b = appendStr(b, j.IdempotencyKey)
+	if hasFlow(j) {
+		b = append(b, byte(slices.Index(uniqueCodes, j.Unique)))
+		b = appendStr(b, j.LimitKey)
+		b = appendStr(b, j.SequenceKey)
+		b = appendStr(b, strconv.FormatInt(int64(j.UniquePeriod), 10))
+	}
 	return string(b)
+}
+
+// hasFlow reports whether a job carries flow fields, which its record
+// then holds after the base layout.
+func hasFlow(j core.Job) bool {
+	return j.Unique != core.UniqueUntilRetention || j.LimitKey != "" || j.SequenceKey != ""
+}
+
+// flowArg is a new job's flow value for the enqueue script:
+// "<unique period µs>|<sequence key>", or "" without either.
+func flowArg(j core.Job) string {
+	if j.SequenceKey == "" && j.Unique != core.UniqueByPeriod {
+		return ""
+	}
+	var per int64
+	if j.Unique == core.UniqueByPeriod {
+		per = durMicros(j.UniquePeriod)
+	}
+	return strconv.FormatInt(per, 10) + "|" + j.SequenceKey
 }
 
 // Positions in a job's cold field ("<id>|x"), which the client packs at
@@ -420,6 +465,10 @@ func decodeJob(id, queue string, rec, cold, result, expires any) (core.Job, bool
 		FirstStartedAt: microTime(v.firstStarted),
 		FinishedAt:     microTime(v.finished),
 		IdempotencyKey: v.idemKey,
+		Unique:         v.unique,
+		UniquePeriod:   v.uniquePeriod,
+		LimitKey:       v.limitKey,
+		SequenceKey:    v.sequenceKey,
 		LastError:      v.lastError,
 		Result:         toBytes(result),
 	}

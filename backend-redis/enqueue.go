@@ -139,7 +139,7 @@ func (b *Backend) Enqueue(ctx context.Context, reqs []core.EnqueueRequest) ([]co
 			dl = strconv.FormatInt(durMicros(j.Cancel.MaxDelay), 10)
 		}
 		return []any{gi, j.ID, j.Task, packCold(j, headers, retry), packRecord(j), ra,
-			j.IdempotencyKey, j.Fingerprint, dl, readyPrefix(j.Priority)}
+			j.IdempotencyKey, j.Fingerprint, dl, readyPrefix(j.Priority), flowArg(j)}
 	}
 	// buildArgs lays out the ARGV of one script call over groups gs (see
 	// luaEnqueue for the mode and the batch values).

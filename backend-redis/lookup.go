@@ -117,6 +117,16 @@ func (b *Backend) FindByIdempotencyKey(ctx context.Context, queue, key string) (
 	if !ok || j.IdempotencyKey != key {
 		return core.Job{}, missing
 	}
+	if j.Unique != core.UniqueUntilRetention {
+		// a job holds its key by its mode, on the store's clock
+		now, err := b.now(ctx)
+		if err != nil {
+			return core.Job{}, err
+		}
+		if !core.HoldsKey(j, now) {
+			return core.Job{}, missing
+		}
+	}
 	return j, nil
 }
 

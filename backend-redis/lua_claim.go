@@ -19,7 +19,94 @@ local nows = fmt(now)
 local worker, limit, ttl = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5])
 local lx = now + ttl
 local out = {'ok', nows, fmt(lx)}
-if redis.call('HGET', k.conf, 'paused') == '1' then return out end
+local qc = redis.call('HMGET', k.conf, 'paused', 'max_running')
+if qc[1] == '1' then return out end
+-- the queue's limit: a claim never takes more than the room left
+local qmax = tonumber(qc[2] or '0')
+if qmax > 0 then
+  local room = qmax - redis.call('ZCARD', k.lease)
+  if room <= 0 then return out end
+  if room < limit then limit = room end
+end
+-- the task limits: only tasks with flow limits have an entry in tflow
+local flowon = redis.call('HLEN', k.tflow) > 0
+local FC, RC, RW, RWD = {}, {}, {}, {}
+local sec = math.floor(now / 1000000)
+local function limitsof(task)
+  local c = FC[task]
+  if c == nil then
+    c = false
+    local v = redis.call('HGET', k.tflow, task)
+    if v then
+      local a, b, c3, d = string.match(v, '^(%d+)|(%d+)|(%d+)|(%d+)')
+      c = {tonumber(a), tonumber(b), tonumber(c3), tonumber(d)}
+    end
+    FC[task] = c
+  end
+  return c
+end
+-- running counts as stored, plus this claim's
+local function running(f)
+  local v = RC[f]
+  if v == nil then
+    v = tonumber(redis.call('HGET', k.flow, f) or '0')
+    RC[f] = v
+  end
+  return v
+end
+-- starts in the current second, as stored plus this claim's
+local function starts(f)
+  local v = RW[f]
+  if v == nil then
+    v = 0
+    local w = redis.call('HGET', k.flow, f)
+    if w then
+      local ws, n = string.match(w, '^(%d+):(%d+)$')
+      if tonumber(ws) == sec then v = tonumber(n) end
+    end
+    RW[f] = v
+  end
+  return v
+end
+-- takes reports whether job id may start now under its task's limits,
+-- and counts it when it may. A job held by a concurrency limit goes into
+-- the gate of its group, which lets it back when the group frees a slot;
+-- one held by a start rate waits in the scheduled set for the next second.
+local function takes(id, r)
+  local c = limitsof(r[RT])
+  if not c then return true end
+  local task = r[RT]
+  local tg, kg = groupsof(r)
+  local kf, kr
+  if kg then kf, kr = 'k|' .. task .. '|' .. r[RLK], 'rk|' .. task .. '|' .. r[RLK] end
+  local held
+  if c[1] > 0 and running(tg) >= c[1] then
+    held = tg
+    r[RRD] = 2
+  elseif kg and c[2] > 0 and running(kf) >= c[2] then
+    held = kg
+    r[RRD] = 4
+  end
+  if held then
+    zadd(k.gate, '0', gatemember(k, id, r, held))
+    put(id, r)
+    return false
+  end
+  if (c[3] > 0 and starts('r|' .. task) >= c[3]) or (kg and c[4] > 0 and starts(kr) >= c[4]) then
+    zadd(k.sched, fmt((sec + 1) * 1000000), id)
+    put(id, r)
+    return false
+  end
+  RC[tg] = running(tg) + 1
+  RW['r|' .. task] = starts('r|' .. task) + 1
+  RWD['r|' .. task] = true
+  if kg then
+    RC[kf] = running(kf) + 1
+    RW[kr] = starts(kr) + 1
+    RWD[kr] = true
+  end
+  return true
+end
 
 local due = redis.call('ZRANGEBYSCORE', k.sched, '-inf', nows, 'LIMIT', '0', 5000 + limit)
 if #due > 0 then
@@ -55,7 +142,8 @@ while more and got < limit do
   for i, m in ipairs(ms) do
     local id = ids[i]
     local r = J[id]
-    if r and (r[RST] == QUEUED or r[RST] == SLEEPING) and r[RRD] == 1 then
+    local rd = r and r[RRD]
+    if r and (r[RST] == QUEUED or r[RST] == SLEEPING) and (rd == 1 or rd == 2 or rd == 4) then
       r[RRD] = 0
       if r[RRA] > now then
         place(k, id, r, now)
@@ -65,6 +153,8 @@ while more and got < limit do
         if d and now >= d then
           finish(k, id, r, CANCELLED, now, RUN_CANCELLED, reason)
           cancelled = true
+        elseif flowon and not takes(id, r) then
+          -- held back: passed over
         else
           spill(k, id, r)
           if r[RST] ~= SLEEPING then r[RA] = r[RA] + 1 end
@@ -86,6 +176,14 @@ while more and got < limit do
       end
     end
   end
+end
+if next(RWD) then
+  local w = {}
+  for f, _ in pairs(RWD) do
+    w[#w + 1] = f
+    w[#w + 1] = sformat('%.0f', sec) .. ':' .. sformat('%.0f', RW[f])
+  end
+  redis.call('HSET', k.flow, unpack(w))
 end
 if got > 0 then
   local x = fetch(k, claimed, true)

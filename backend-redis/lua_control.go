@@ -16,8 +16,11 @@ end
 return {'ok', jobout(k, id)}
 `
 
-// luaRetry queues a failed or cancelled job again. ARGV: now, channel, id.
-// Returns {'ok', job}, {'notfound'} or {'state', state}.
+// luaRetry queues a failed or cancelled job again. A job whose key holds
+// while active takes its idempotency key again, unless another job holds
+// it by then. A job of a sequence gets back in line (see seqenter). ARGV:
+// now, channel, id. Returns {'ok', job}, {'notfound'}, {'state', state} or
+// {'conflict'}.
 const luaRetry = `
 local k = keys(1)
 local now = now_us()
@@ -25,11 +28,32 @@ local id = ARGV[3]
 local r = get(k, id)
 if not r then return {'notfound'} end
 if r[RST] ~= FAILED and r[RST] ~= CANCELLED then return {'state', SN[r[RST]]} end
+if r[RUQ] == 1 and r[RIK] ~= '' then
+  local v = redis.call('HGET', k.idem, r[RIK])
+  if v and string.sub(v, 1, #id + 1) == id .. ':' then
+    local c2 = string.find(v, ':', #id + 2, true)
+    if c2 then redis.call('HSET', k.idem, r[RIK], string.sub(v, 1, c2 - 1)) end
+  else
+    local held = false
+    if v then
+      if string.find(v, '|', 1, true) then
+        held = true -- reserved by a prepared part of a batch
+      else
+        local c1 = string.find(v, ':', 1, true)
+        local c2 = string.find(v, ':', c1 + 1, true)
+        held = not c2 or now < tonumber(string.sub(v, c2 + 1))
+      end
+    end
+    if held then return {'conflict'} end
+    local fp = select(7, munpack(redis.call('HGET', k.job, id .. '|x')))
+    redis.call('HSET', k.idem, r[RIK], id .. ':' .. fp)
+  end
+end
 setstate(k, id, r, QUEUED)
 zrem(k.done, id)
 if r[RA] >= r[RMA] then r[RMA] = r[RA] + 1 end
 r[RFA], r[RRA] = 0, now
-place(k, id, r, now)
+if r[RSK] and r[RSK] ~= '' then seqenter(k, id, r, now) else place(k, id, r, now) end
 setdeadline(k, id, r)
 put(id, r)
 wake()

@@ -10,8 +10,9 @@ package redisq
 // values itemArgs in Enqueue lists: group, id, task, cold attributes, the
 // record from its state to its idempotency key (see packRecord), run at
 // (µs, "0" for now), idempotency key, fingerprint, deadline offset (µs
-// after creation, "0" for none) and ready-member prefix
-// ("<priority+1000>|"). The idempotency hash maps a key to "<id>:<fingerprint>",
+// after creation, "0" for none), ready-member prefix
+// ("<priority+1000>|") and flow ("<unique period µs>|<sequence key>", ""
+// for a job without either). The idempotency hash maps a key to "<id>:<fingerprint>",
 // so that a repeated key is checked without reading a record.
 //
 // The mode says what to do once every check passed:
@@ -93,7 +94,14 @@ for i = 1, n do
         if meta then return {'pending', i, other, meta} end
       elseif ex then
         local colon = string.find(ex, ':', 1, true)
-        s = {id = string.sub(ex, 1, colon - 1), fp = string.sub(ex, colon + 1)}
+        local c2 = string.find(ex, ':', colon + 1, true)
+        if not c2 then
+          s = {id = string.sub(ex, 1, colon - 1), fp = string.sub(ex, colon + 1)}
+        elseif now < tonumber(string.sub(ex, c2 + 1)) then
+          -- held until a time (by period); ":0" is a key a terminal job
+          -- freed (while active)
+          s = {id = string.sub(ex, 1, colon - 1), fp = string.sub(ex, colon + 1, c2 - 1)}
+        end
       end
     end
     if s then
@@ -162,6 +170,7 @@ if mode == 'p' then
 end
 
 writejobs(now, groups, ARGV, first, n, reuse)
+seqjobs(now, groups)
 if mode == 'c' then redis.call('HSET', groups[1].k.txn, batch, 'c|' .. nows .. '|' .. info) end
 for g = 1, ng do
   if groups[g].due and groups[g].chan ~= '' then redis.call('PUBLISH', groups[g].chan, '1') end
@@ -182,6 +191,7 @@ local A = munpack(v[2])
 local n = #A / EW
 local groups = {{chan = ARGV[2], k = k, due = false}}
 writejobs(now, groups, A, 1, n, {})
+seqjobs(now, groups)
 local cnt = {}
 for b = 1, #A, EW do cnt[A[b+2]] = (cnt[A[b+2]] or 0) + 1 end
 for task, c in pairs(cnt) do bump(k.cnt, task, 'pending', -c) end

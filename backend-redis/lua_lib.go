@@ -37,10 +37,13 @@ const luaLib = `
 local KF
 local function keys(g) return KF(g) end
 
+-- NOW is the call's clock once read (settle reuses it).
+local NOW
 local function now_us()
-  if ARGV[1] ~= '' then return tonumber(ARGV[1]) end
+  if ARGV[1] ~= '' then NOW = tonumber(ARGV[1]) return NOW end
   local t = redis.call('TIME')
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+  NOW = tonumber(t[1]) * 1000000 + tonumber(t[2])
+  return NOW
 end
 
 -- Standard functions the helpers call often, bound by begin: a Functions
@@ -75,6 +78,17 @@ end
 local RF = '>dddBBhdddddddBddHc0Hc0Hc0Hc0Hc0'
 local RRA, RCA, RDL, RRD, RST, RPR, RA, RMA, RFS, RFA, RMU, RLT, RRN = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13
 local RRS, RRB, RRF, RT, RLW, RRE, RLE, RIK = 14, 15, 16, 17, 18, 19, 20, 21
+-- A job with flow fields has them after RF, in the layout RX: its unique
+-- mode (0 until retention, 1 while active, 2 by period), limit key,
+-- sequence key and unique period (ns, as text). A record without them
+-- (every job that sets none, every job stored before they existed) ends
+-- after RF; its RUQ..RUP are nil. Position 22 holds where RF ended.
+local RX = '>BHc0Hc0Hc0'
+local RUQ, RLK, RSK, RUP = 23, 24, 25, 26
+-- The ready flag RRD: 0 in no set or the scheduled set, 1 ready, 2 held
+-- by its task's concurrency gate (or let back into the ready set from
+-- it), 3 waiting behind its sequence's head, 4 held by its limit key's
+-- gate (or let back).
 
 -- job states and run statuses, as the record codes them
 local QUEUED, RUNNING, SLEEPING, SUCCEEDED, FAILED, CANCELLED = 1, 2, 3, 4, 5, 6
@@ -122,7 +136,13 @@ local function fetch(k, ids, cold)
     local v = hmget(k.job, need)
     for n, id in ipairs(need) do
       local s = v[n]
-      if s then J[id] = {sunpack(RF, s)} else J[id] = false end
+      if s then
+        local r = {sunpack(RF, s)}
+        if r[22] <= #s then r[RUQ], r[RLK], r[RSK], r[RUP] = sunpack(RX, s, r[22]) end
+        J[id] = r
+      else
+        J[id] = false
+      end
     end
   end
   if not cold then return nil end
@@ -151,8 +171,13 @@ end
 -- packed encodes a record in the layout RF.
 local function packed(r)
   local t, w, e, l, ik = r[RT], r[RLW], r[RRE], r[RLE], r[RIK]
-  return spack(RF, r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13],
+  local s = spack(RF, r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13],
     r[14], r[15], r[16], #t, t, #w, w, #e, e, #l, l, #ik, ik)
+  if r[RUQ] then
+    local lk, sk, up = r[RLK], r[RSK], r[RUP]
+    s = s .. spack(RX, r[RUQ], #lk, lk, #sk, sk, #up, up)
+  end
+  return s
 end
 
 -- collected index writes: Z[key][member] = score, or false to remove
@@ -210,9 +235,14 @@ local function flush(k)
     if #add > 0 then bulk('ZADD', key, add) end
   end
   for key, e in pairs(S) do
+    local drop = key == k.flow
     for a, f in pairs(e) do
       for b, d in pairs(f) do
-        if d ~= 0 then redis.call('HINCRBY', key, a .. '|' .. b, fmt(d)) end
+        if d ~= 0 then
+          local fl = a .. '|' .. b
+          local v = redis.call('HINCRBY', key, fl, fmt(d))
+          if drop and v <= 0 then redis.call('HDEL', key, fl) end
+        end
       end
     end
   end
@@ -221,7 +251,7 @@ local function flush(k)
 end
 
 -- EW is the number of values per item of an enqueue (see luaEnqueue).
-local EW = 10
+local EW = 11
 
 -- ratemembers drops the rate members older than los of the tasks of
 -- items 1..n of A (from position first on, EW values each; those in skip
@@ -269,7 +299,12 @@ local function writejobs(now, groups, A, first, n, skip)
     if not skip[i] then
       local b = first + (i - 1) * EW
       local g = tonumber(A[b])
-      local id, task, ras, ik, dl = A[b+1], A[b+2], A[b+5], A[b+6], A[b+8]
+      local id, task, ras, ik, dl, fl = A[b+1], A[b+2], A[b+5], A[b+6], A[b+8], A[b+10]
+      local per, sk = 0, ''
+      if fl ~= '' then
+        local p, q = string.match(fl, '^(%d+)|(.*)$')
+        per, sk = tonumber(p), q
+      end
       local d = 0
       if dl ~= '0' then
         d = now + tonumber(dl)
@@ -282,7 +317,13 @@ local function writejobs(now, groups, A, first, n, skip)
       a[na + 1] = id
       a[na + 3] = id .. '|x'
       a[na + 4] = A[b+3]
-      if ras == '0' or tonumber(ras) <= now then
+      if sk ~= '' then
+        -- a job of a sequence is placed by seqjobs, once its head is known
+        a[na + 2] = spack('>dddB', ras == '0' and now or tonumber(ras), now, d, 0) .. A[b+4]
+        local q = groups[g].seq
+        if not q then q = {}; groups[g].seq = q end
+        q[#q + 1] = id
+      elseif ras == '0' or tonumber(ras) <= now then
         local head = HEAD
         if d ~= 0 then head = spack('>dddB', now, now, d, 1) end
         a[na + 2] = head .. A[b+4]
@@ -306,7 +347,12 @@ local function writejobs(now, groups, A, first, n, skip)
       if ik ~= '' then
         local e = idem[g]
         e[#e + 1] = ik
-        e[#e + 1] = id .. ':' .. A[b+7]
+        if per > 0 then
+          -- by period: the key holds until the end of the creation window
+          e[#e + 1] = id .. ':' .. A[b+7] .. ':' .. fmt(now - now % per + per)
+        else
+          e[#e + 1] = id .. ':' .. A[b+7]
+        end
       end
     end
   end
@@ -345,8 +391,40 @@ local function place(k, id, r, now)
   end
 end
 
+-- REL lists the concurrency groups ("t|<task>", "k|<task>|<key>") that
+-- gave up a running job or a held-back job in this call, SQ the sequences
+-- whose head left: settle lets the next jobs in.
+local REL, SQ = {}, {}
+
+-- gatemember is a held-back job's member in the gate set: its group, its
+-- ready member, the ready key and the channel of its queue.
+local function gatemember(k, id, r, grp)
+  return grp .. '#' .. readykey(id, r[RPR], r[RRA]) .. '#' .. k.ready .. '#' .. ARGV[2]
+end
+
+-- groups returns the concurrency groups of a job: its task's, and its
+-- limit key's or nil.
+local function groupsof(r)
+  local lk = r[RLK]
+  if lk and lk ~= '' then return 't|' .. r[RT], 'k|' .. r[RT] .. '|' .. lk end
+  return 't|' .. r[RT], nil
+end
+
 local function unschedule(k, id, r)
-  if r[RRD] == 1 then zrem(k.ready, readykey(id, r[RPR], r[RRA])) end
+  local rd = r[RRD]
+  if rd ~= 0 and rd ~= 3 then zrem(k.ready, readykey(id, r[RPR], r[RRA])) end
+  if rd == 2 or rd == 4 then
+    -- held back, or let back and not claimed yet: the gate lets another in
+    local tg, kg = groupsof(r)
+    zrem(k.gate, gatemember(k, id, r, tg))
+    REL[#REL + 1] = tg
+    if kg then
+      zrem(k.gate, gatemember(k, id, r, kg))
+      REL[#REL + 1] = kg
+    end
+  elseif rd == 3 then
+    zrem(k.seqw, r[RSK] .. '#' .. id)
+  end
   zrem(k.sched, id)
   r[RRD] = 0
 end
@@ -359,7 +437,128 @@ local function setstate(k, id, r, new)
   if new ~= RUNNING then zadd(k.idx, '0', 's|' .. SN[new] .. '|' .. id) end
   bump(k.cnt, task, SN[old], -1)
   bump(k.cnt, task, SN[new], 1)
+  if old == RUNNING or new == RUNNING then
+    -- running counts of the task and its limit key, for the limits at claim
+    local d = new == RUNNING and 1 or -1
+    local tg, kg = groupsof(r)
+    bump(k.flow, 't', task, d)
+    if kg then bump(k.flow, 'k', task .. '|' .. r[RLK], d) end
+    if d < 0 then
+      REL[#REL + 1] = tg
+      if kg then REL[#REL + 1] = kg end
+    end
+  end
   r[RST] = new
+end
+
+-- seqenter puts a queued job of a sequence in line: at the head when the
+-- sequence has none, or when its head has a larger id and is only queued
+-- (that head goes back in line); otherwise it waits behind the head.
+local function seqenter(k, id, r, now)
+  local sk = r[RSK]
+  local head = redis.call('HGET', k.seqh, sk)
+  if head and head ~= id and id < head then
+    local hr = get(k, head)
+    if hr and hr[RST] == QUEUED then
+      unschedule(k, head, hr)
+      hr[RRD] = 3
+      zadd(k.seqw, '0', sk .. '#' .. head)
+      put(head, hr)
+      head = nil
+    end
+  end
+  if not head or head == id then
+    redis.call('HSET', k.seqh, sk, id)
+    place(k, id, r, now)
+  else
+    zadd(k.seqw, '0', sk .. '#' .. id)
+    r[RRD] = 3
+  end
+  put(id, r)
+end
+
+-- seqjobs puts the new jobs of sequences of each group in line, in id
+-- order (see writejobs).
+local function seqjobs(now, groups)
+  for g = 1, #groups do
+    local q = groups[g].seq
+    if q then
+      local k = groups[g].k
+      fetch(k, q)
+      for _, id in ipairs(q) do
+        local r = J[id]
+        seqenter(k, id, r, now)
+        if r[RRD] == 1 then groups[g].due = true end
+      end
+      if g > 1 then flush(k) end
+    end
+  end
+end
+
+-- holds reports whether the task of r keeps a failed job at the head of
+-- its sequence (TaskConfig.HoldSequenceOnFailure).
+local function holds(k, r)
+  local v = redis.call('HGET', k.tflow, r[RT])
+  return v ~= false and string.sub(v, -2) == '|1'
+end
+
+-- seqleave releases the sequence of a job that leaves it (terminal but
+-- failed and held, or deleted): settle lets its next job in.
+local function seqleave(k, id, r)
+  local sk = r[RSK]
+  if redis.call('HGET', k.seqh, sk) == id then
+    redis.call('HDEL', k.seqh, sk)
+    SQ[#SQ + 1] = sk
+  end
+end
+
+-- settle lets jobs in after the call freed room: for each group in REL
+-- one held-back job goes back into its queue's ready set (a claim that
+-- finds the group full again holds it back again), and for each
+-- sequence in SQ that has no head its next job in id order becomes the
+-- head.
+local function settle(k)
+  if #SQ == 0 and #REL == 0 then return end
+  flush(k)
+  if #SQ > 0 then
+    local now = NOW or now_us()
+    for _, sk in ipairs(SQ) do
+      if redis.call('HEXISTS', k.seqh, sk) == 0 then
+        local nx = redis.call('ZRANGEBYLEX', k.seqw, '[' .. sk .. '#', '(' .. sk .. '$', 'LIMIT', '0', '1')
+        if #nx > 0 then
+          redis.call('ZREM', k.seqw, nx[1])
+          local id = string.sub(nx[1], #sk + 2)
+          local r = get(k, id)
+          if r then
+            redis.call('HSET', k.seqh, sk, id)
+            r[RRD] = 0
+            place(k, id, r, now)
+            put(id, r)
+            if r[RRD] == 1 and ARGV[2] ~= '' then redis.call('PUBLISH', ARGV[2], '1') end
+          end
+        end
+      end
+    end
+    SQ = {}
+  end
+  if #REL > 0 then
+    if redis.call('EXISTS', k.gate) == 1 then
+      local want = {}
+      for _, g in ipairs(REL) do want[g] = (want[g] or 0) + 1 end
+      for g, n in pairs(want) do
+        local ms = redis.call('ZRANGEBYLEX', k.gate, '[' .. g .. '#', '(' .. g .. '$', 'LIMIT', '0', n)
+        for _, m in ipairs(ms) do
+          local a = string.find(m, '#', #g + 2, true)
+          local b = string.find(m, '#', a + 1, true)
+          redis.call('ZADD', string.sub(m, a + 1, b - 1), '0', string.sub(m, #g + 2, a - 1))
+          local ch = string.sub(m, b + 1)
+          if ch ~= '' then redis.call('PUBLISH', ch, '1') end
+        end
+        if #ms > 0 then redis.call('ZREM', k.gate, unpack(ms)) end
+      end
+    end
+    REL = {}
+  end
 end
 
 -- deadline returns the instant a job passes its cancellation deadline in its
@@ -416,6 +615,17 @@ local function finish(k, id, r, new, now, runstatus, err, result)
   end
   if r[RDL] > 0 then zrem(k.dead, id) end
   zadd(k.done, fmt(now), id)
+  if r[RUQ] then
+    if r[RSK] ~= '' and not (new == FAILED and holds(k, r)) then seqleave(k, id, r) end
+    if r[RUQ] == 1 and r[RIK] ~= '' then
+      -- while active: the key is free once the job is terminal; the value
+      -- keeps the fingerprint for a retry that takes the key again
+      local v = redis.call('HGET', k.idem, r[RIK])
+      if v and string.sub(v, 1, #id + 1) == id .. ':' and not string.find(v, ':', #id + 2, true) then
+        redis.call('HSET', k.idem, r[RIK], v .. ':0')
+      end
+    end
+  end
   put(id, r)
 end
 
@@ -442,6 +652,16 @@ local function purge(k, id, r, del)
   if st ~= RUNNING then zrem(k.idx, 's|' .. sn .. '|' .. id) end
   zrem(k.idx, 'k|' .. task .. '|' .. id)
   bump(k.cnt, task, sn, -1)
+  if st == RUNNING then
+    local tg, kg = groupsof(r)
+    bump(k.flow, 't', task, -1)
+    REL[#REL + 1] = tg
+    if kg then
+      bump(k.flow, 'k', task .. '|' .. r[RLK], -1)
+      REL[#REL + 1] = kg
+    end
+  end
+  if r[RSK] and r[RSK] ~= '' then seqleave(k, id, r) end
   if r[RIK] ~= '' then
     local v = redis.call('HGET', k.idem, r[RIK])
     if v and string.sub(v, 1, #id + 1) == id .. ':' then redis.call('HDEL', k.idem, r[RIK]) end
@@ -509,5 +729,7 @@ local function begin()
   if next(J) then J = {} end
   if #JW > 0 or next(P) or #RS > 0 then JW, JWS, P, RS = {}, {}, {}, {} end
   if #ZO > 0 or next(S) then Z, ZO, S = {}, {}, {} end
+  NOW = nil
+  if #REL > 0 or #SQ > 0 then REL, SQ = {}, {} end
 end
 `

@@ -39,6 +39,16 @@ type Options struct {
 	// the pub/sub connection was down. Zero means DefaultPollInterval; a
 	// negative value turns the periodic signal off.
 	PollInterval time.Duration
+	// OneSlot keeps every key of the prefix in one Redis Cluster slot (the
+	// hash tag {prefix}) instead of a slot per queue. The task limits of
+	// flow control that span queues (TaskConfig.MaxRunning,
+	// MaxRunningPerKey, MaxStartsPerSecond, MaxStartsPerSecondPerKey and
+	// HoldSequenceOnFailure) are then exact in one script on a cluster; the
+	// cost is that one node serves the whole prefix. Without it a cluster
+	// refuses those task limits (queue limits, sequences and unique modes
+	// work in either layout). It changes the key names: switch only with
+	// the prefix empty. It makes no difference on a single node.
+	OneSlot bool
 }
 
 // ScriptMode says how a Backend runs its Lua code on the Redis server.

@@ -28,7 +28,7 @@ type luaScript struct {
 // (group 1; the enqueue script flushes its other groups itself).
 const (
 	scriptHead = "local KEYS, ARGV = KEYS, ARGV\n"
-	scriptTail = "\nend\nKF = $KF\nbegin()\nlocal r = main()\nflush(keys(1))\nreturn r\n"
+	scriptTail = "\nend\nKF = $KF\nbegin()\nlocal r = main()\nsettle(keys(1))\nflush(keys(1))\nreturn r\n"
 )
 
 // luaKeyRef finds the queue keys a script touches: every key is reached as
@@ -91,12 +91,13 @@ var (
 	scriptCleanup    = newScript("cleanup", luaCleanup)
 	scriptDeleteJob  = newScript("delete_job", luaDeleteJob)
 	scriptDeleteQ    = newScript("delete_queue", luaDeleteQueue)
+	scriptFlowConfig = newScript("flow_config", luaFlowConfig)
 )
 
 // allScripts lists every script of the backend.
 var allScripts = []*luaScript{scriptEnqueue, scriptApply, scriptAbort, scriptDecide, scriptClaim, scriptHeartbeat,
 	scriptComplete, scriptFail, scriptSleep, scriptCheckpoint, scriptCancel, scriptRetry, scriptRescue, scriptCleanup,
-	scriptDeleteJob, scriptDeleteQ}
+	scriptDeleteJob, scriptDeleteQ, scriptFlowConfig}
 
 // library is the Functions library of every script, named after a hash of
 // its code: "boson_<hash>", each function "boson_<hash>_<script>". A
@@ -127,6 +128,7 @@ local function entry(main, kf)
     KEYS, ARGV, KF = k, a, kf
     begin()
     local r = main()
+    settle(keys(1))
     flush(keys(1))
     return r
   end

@@ -170,7 +170,20 @@ func (b *Backend) finishedIn(ctx context.Context, qs []string, r core.TimeRange)
 
 // recordJob is the part of a job its record holds that a search matches.
 func recordJob(r jobRef, v record) core.Job {
-	return core.Job{ID: r.id, Queue: r.queue, Task: v.task, State: v.state, CreatedAt: microTime(v.created), FinishedAt: microTime(v.finished)}
+	return core.Job{ID: r.id, Queue: r.queue, Task: v.task, State: v.state, CreatedAt: microTime(v.created), FinishedAt: microTime(v.finished),
+		LimitKey: v.limitKey, SequenceKey: v.sequenceKey}
+}
+
+// searchMatches reports whether j matches s, its limit and sequence keys
+// included.
+func searchMatches(s core.JobSearch, j core.Job) bool {
+	return s.Matches(j) && (s.LimitKey == "" || j.LimitKey == s.LimitKey) && (s.SequenceKey == "" || j.SequenceKey == s.SequenceKey)
+}
+
+// hasSearchFields reports whether s has fields that no index range
+// selects: core's, and the flow keys.
+func hasSearchFields(s core.JobSearch) bool {
+	return s.HasSearchFields() || s.LimitKey != "" || s.SequenceKey != ""
 }
 
 // matchSearch returns the indexes in refs of the jobs that match s and,
@@ -188,7 +201,7 @@ func (b *Backend) matchSearch(ctx context.Context, refs []jobRef, s core.JobSear
 		var idx []int
 		var jobs []core.Job
 		for i, r := range refs {
-			if j, ok := full[r]; ok && s.Matches(j) {
+			if j, ok := full[r]; ok && searchMatches(s, j) {
 				idx = append(idx, i)
 				jobs = append(jobs, j)
 			}
@@ -209,7 +222,7 @@ func (b *Backend) matchSearch(ctx context.Context, refs []jobRef, s core.JobSear
 		if !ok {
 			continue
 		}
-		if j := recordJob(r, v); bare.Matches(j) {
+		if j := recordJob(r, v); searchMatches(bare, j) {
 			idx = append(idx, i)
 			pass = append(pass, r)
 			jobs = append(jobs, j)
@@ -224,7 +237,7 @@ func (b *Backend) matchSearch(ctx context.Context, refs []jobRef, s core.JobSear
 	}
 	idx2, jobs2 := idx[:0], jobs[:0]
 	for n, r := range pass {
-		if j, ok := full[r]; ok && s.Matches(j) {
+		if j, ok := full[r]; ok && searchMatches(s, j) {
 			idx2 = append(idx2, idx[n])
 			jobs2 = append(jobs2, j)
 		}
@@ -301,7 +314,7 @@ func (b *Backend) searchPage(ctx context.Context, s core.JobSearch) (core.JobPag
 // jobs (no search field, and not both a task and states), so that a
 // search need not match records before it reads jobs whole.
 func exactRanges(s core.JobSearch) bool {
-	return !s.HasSearchFields() && (s.Task == "" || len(s.States) == 0)
+	return !hasSearchFields(s) && (s.Task == "" || len(s.States) == 0)
 }
 
 // probeSize is how many candidates a search reads whole at once while it
@@ -326,7 +339,7 @@ func (b *Backend) CountSearch(ctx context.Context, s core.JobSearch) (map[core.J
 	if err := core.ValidateJobSearch(s); err != nil {
 		return nil, err
 	}
-	if !s.HasSearchFields() {
+	if !hasSearchFields(s) {
 		return b.CountJobs(ctx, s.JobFilter)
 	}
 	s.Cursor, s.Desc = "", false
