@@ -50,6 +50,7 @@ func (s *state) applyCmd(c *command) (outcome, error) {
 	if c.V > commandVersion {
 		return outcome{}, fmt.Errorf("natsq: %w: %s command %d of %s has version %d, this replica applies up to %d", errNewerCommand, c.Op, c.Req, c.Origin, c.V, commandVersion)
 	}
+	s.now = c.Now
 	switch c.Op {
 	case opEnqueue:
 		return s.applyEnqueue(c), nil
@@ -74,6 +75,7 @@ func (s *state) applyCmd(c *command) (outcome, error) {
 	case opTaskConfig:
 		if c.TaskConfig != nil {
 			s.taskCfg[c.TaskConfig.Task] = *c.TaskConfig
+			s.configChanged(c.TaskConfig.Task)
 		}
 		return outcome{}, nil
 	case opQueueCfg:
@@ -118,7 +120,7 @@ func (s *state) applyEnqueue(c *command) outcome {
 				res[i].Job.ID = c.Jobs[prev].ID // filled in below
 				continue
 			}
-			if r, ok := s.idem[k]; ok {
+			if r, ok := s.idem[k]; ok && core.HoldsKey(r.job, c.Now) {
 				if r.job.Fingerprint != j.Fingerprint {
 					return outcome{err: &core.BatchError{Index: i, Err: fmt.Errorf("%w: key %q is held by job %s", core.ErrIdempotencyConflict, j.IdempotencyKey, r.job.ID)}}
 				}
@@ -205,33 +207,33 @@ func (s *state) applyClaim(c *command) (outcome, error) {
 			s.cancelJob(r, c, reason)
 		}
 	}
-	tree := s.ready[c.Queue]
-	if tree == nil {
+	q := s.ready[c.Queue]
+	if q == nil {
 		return outcome{}, nil
 	}
 	nowMicros := micros(now)
-	var picked []readyKey
-	pivot := readyKey{prio: core.MinPriority - 1}
-	for len(picked) < c.Limit {
-		var skipTo *readyKey
-		tree.AscendGreaterOrEqual(pivot, func(k readyKey) bool {
-			if k.runAt > nowMicros {
-				skipTo = &readyKey{prio: k.prio + 1, runAt: -1 << 62}
-				return false
-			}
-			picked = append(picked, k)
-			return len(picked) < c.Limit
-		})
-		if skipTo == nil {
+	s.rollRate(nowMicros)
+	s.promote(q, nowMicros)
+	jobs := make([]core.Job, 0, min(c.Limit, 16))
+	for len(jobs) < c.Limit && !s.queueFull(c.Queue) {
+		if q = s.ready[c.Queue]; q == nil {
 			break
 		}
-		pivot = *skipTo
-	}
-	jobs := make([]core.Job, 0, len(picked))
-	for _, k := range picked {
+		k, ok := q.best()
+		if !ok {
+			break
+		}
 		r := s.jobs[k.id]
 		if r == nil {
 			return outcome{}, fmt.Errorf("natsq: %w: the ready index of queue %s names job %s, which the replica does not hold", core.ErrInvalidState, c.Queue, k.id)
+		}
+		if k.runAt > nowMicros {
+			s.demote(r)
+			continue
+		}
+		if g, rate := s.heldBack(q, &r.job); g != nil {
+			s.closeGate(g, rate)
+			continue
 		}
 		s.unindex(r)
 		j := &r.job
@@ -248,6 +250,7 @@ func (s *state) applyClaim(c *command) (outcome, error) {
 			Token: j.Lease.Token, Status: core.RunRunning, StartedAt: now,
 		})
 		s.index(r)
+		s.counted(j)
 		jobs = append(jobs, copyJob(*j))
 	}
 	return outcome{jobs: jobs}, nil
@@ -309,6 +312,7 @@ func (s *state) applyFail(c *command) outcome {
 	if c.Terminal || r.job.Attempt >= r.job.MaxAttempts {
 		r.job.State = core.StateFailed
 		r.job.FinishedAt = c.Now
+		r.holdsSeq = s.holdsOnFailure(r)
 	} else {
 		r.job.State = core.StateQueued
 		r.job.RunAt = c.Now
@@ -399,6 +403,7 @@ func (s *state) applyRescue(c *command) outcome {
 			r.job.State = core.StateFailed
 			r.job.FinishedAt = now
 			r.job.LastError = "lease expired"
+			r.holdsSeq = s.holdsOnFailure(r)
 			res.Failed++
 		} else {
 			r.job.State = core.StateQueued
@@ -433,7 +438,11 @@ func (s *state) applyRetry(c *command) outcome {
 	if r.job.State != core.StateFailed && r.job.State != core.StateCancelled {
 		return outcome{err: fmt.Errorf("%w: job %s is %s; only failed or cancelled jobs can be retried", core.ErrInvalidState, c.JobID, r.job.State)}
 	}
+	if err := s.retakeKey(r, c.Now); err != nil {
+		return outcome{err: err}
+	}
 	s.unindex(r)
+	r.holdsSeq = false
 	r.job.State = core.StateQueued
 	r.job.RunAt = c.Now
 	r.job.FinishedAt = time.Time{}

@@ -52,8 +52,36 @@ func digest(s *state) string {
 	for q, t := range s.qids {
 		t.Ascend(func(id string) bool { add("qid %s %s", q, id); return true })
 	}
-	for q, t := range s.ready {
-		t.Ascend(func(k readyKey) bool { add("ready %s %v", q, k); return true })
+	// Where a job waits (lane or schedule) and which gates are closed may
+	// differ between a replica that replayed the log and one rebuilt from
+	// a snapshot; that a job is placed, and the lane it is in once placed,
+	// may not.
+	for id, r := range s.jobs {
+		if r.where != unplaced {
+			add("placed %s %s %s/%s", r.job.Queue, id, r.job.Task, r.job.LimitKey)
+		}
+		if r.holdsSeq {
+			add("holds sequence %s", id)
+		}
+	}
+	for k, q := range s.seqs {
+		var ids []string
+		q.members.Ascend(func(id string) bool { ids = append(ids, id); return true })
+		add("sequence %v members=%v busy=%d holding=%d admitted=%s", k, ids, q.busy, q.holding, q.admitted)
+	}
+	for k, n := range s.flow.taskRunning {
+		add("task running %s %d", k, n)
+	}
+	for k, m := range s.flow.keyRunning {
+		for key, n := range m {
+			add("key running %s %s %d", k, key, n)
+		}
+	}
+	for k, n := range s.flow.queueRunning {
+		add("queue running %s %d", k, n)
+	}
+	if len(s.flow.taskStarts) > 0 || len(s.flow.keyStarts) > 0 {
+		add("starts %d %v %v", s.flow.rateSec, s.flow.taskStarts, s.flow.keyStarts)
 	}
 	for id := range s.running {
 		add("running %s", id)

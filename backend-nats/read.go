@@ -263,27 +263,7 @@ func (b *Backend) hasDue(queue string, now time.Time) bool {
 }
 
 func (b *Backend) hasDueLocked(queue string, now time.Time) bool {
-	tree := b.st.ready[queue]
-	if tree == nil {
-		return false
-	}
-	nowMicros := micros(now)
-	pivot := readyKey{prio: core.MinPriority - 1}
-	for {
-		due, next := false, false
-		tree.AscendGreaterOrEqual(pivot, func(k readyKey) bool {
-			if k.runAt <= nowMicros {
-				due = true
-			} else {
-				next = true
-				pivot = readyKey{prio: k.prio + 1, runAt: -1 << 62}
-			}
-			return false
-		})
-		if due || !next {
-			return due
-		}
-	}
+	return b.st.claimable(queue, micros(now))
 }
 
 // rescueDueLocked reports whether a rescue pass at now would change a job

@@ -163,7 +163,7 @@ func (b *Backend) SearchJobs(ctx context.Context, s core.JobSearch) (core.JobPag
 	}
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	return b.st.listJobs(s.JobFilter, ids, func(j *core.Job) bool { return s.Matches(*j) }), nil
+	return b.st.listJobs(s.JobFilter, ids, func(j *core.Job) bool { return searchMatches(&s, j) }), nil
 }
 
 // CountSearch implements core.JobSearcher.
@@ -176,12 +176,12 @@ func (b *Backend) CountSearch(ctx context.Context, s core.JobSearch) (map[core.J
 	}
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	if !s.HasSearchFields() {
+	if !s.HasSearchFields() && !hasFlowFilter(&s) {
 		return b.st.countJobs(s.JobFilter), nil
 	}
 	out := map[core.JobState]int64{}
 	count := func(id string) bool {
-		if r := b.st.jobs[id]; r != nil && s.Matches(r.job) {
+		if r := b.st.jobs[id]; r != nil && searchMatches(&s, &r.job) {
 			out[r.job.State]++
 		}
 		return true
@@ -206,10 +206,11 @@ func (b *Backend) FindByIdempotencyKey(ctx context.Context, queue, key string) (
 	if err := core.ValidateKeyLookup(queue, key); err != nil {
 		return core.Job{}, err
 	}
+	now, _ := b.estimate()
 	b.mu.RLock()
 	defer b.mu.RUnlock()
-	r, ok := b.st.idem[idemKey{queue, key}]
-	if !ok {
+	r := b.st.holder(queue, key, now)
+	if r == nil {
 		return core.Job{}, fmt.Errorf("%w: no job of queue %s holds idempotency key %q", core.ErrNotFound, queue, key)
 	}
 	return copyJob(r.job), nil

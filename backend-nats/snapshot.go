@@ -35,6 +35,11 @@ type snapJob struct {
 	Job         core.Job          `json:"job"`
 	Runs        []core.Run        `json:"runs,omitempty"`
 	Checkpoints []core.Checkpoint `json:"checkpoints,omitempty"`
+	// HoldsSequence: the job failed and holds its sequence.
+	HoldsSequence bool `json:"holds_sequence,omitempty"`
+	// KeyHolder: the job is the entry of its idempotency key (see
+	// flow_unique.go).
+	KeyHolder bool `json:"key_holder,omitempty"`
 }
 
 type snapshotDoc struct {
@@ -45,6 +50,25 @@ type snapshotDoc struct {
 	TaskConfigs  []core.TaskConfig  `json:"task_configs,omitempty"`
 	QueueConfigs []core.QueueConfig `json:"queue_configs,omitempty"`
 	Parts        map[uint64][]byte  `json:"parts,omitempty"`
+	// KeyHolders says that the jobs' KeyHolder flags name the key
+	// entries. Snapshots of versions before the unique modes lack it: a
+	// key was then held by the one job that carried it.
+	KeyHolders bool `json:"key_holders,omitempty"`
+	// Starts are the start counters of the second RateSec.
+	Starts *snapStarts `json:"starts,omitempty"`
+}
+
+// snapStarts holds the start counters of one second.
+type snapStarts struct {
+	RateSec int64          `json:"sec"`
+	Tasks   map[string]int `json:"tasks,omitempty"`
+	Keys    []snapKeyCount `json:"keys,omitempty"`
+}
+
+type snapKeyCount struct {
+	Task string `json:"task"`
+	Key  string `json:"key"`
+	N    int    `json:"n"`
 }
 
 type snapPointer struct {
@@ -54,11 +78,15 @@ type snapPointer struct {
 
 // encodeSnapshot serialises the state. The caller holds the lock.
 func (s *state) encodeSnapshot() ([]byte, error) {
-	doc := snapshotDoc{Version: snapshotVersion, Applied: s.applied, LastTS: s.lastTS, Parts: s.parts}
+	doc := snapshotDoc{Version: snapshotVersion, Applied: s.applied, LastTS: s.lastTS, Parts: s.parts, KeyHolders: true}
+	doc.Starts = s.flow.snapshotStarts()
 	doc.Jobs = make([]snapJob, 0, len(s.jobs))
 	s.ids.Ascend(func(id string) bool {
 		r := s.jobs[id]
-		sj := snapJob{Job: r.job, Runs: r.runs}
+		sj := snapJob{Job: r.job, Runs: r.runs, HoldsSequence: r.holdsSeq}
+		if k := r.job.IdempotencyKey; k != "" && s.idem[idemKey{r.job.Queue, k}] == r {
+			sj.KeyHolder = true
+		}
 		for _, cp := range r.checkpoints {
 			sj.Checkpoints = append(sj.Checkpoints, cp)
 		}
@@ -86,8 +114,20 @@ func decodeSnapshot(data []byte) (*state, error) {
 	s := newState()
 	s.applied = doc.Applied
 	s.lastTS = doc.LastTS
+	s.now = doc.LastTS
+	for _, c := range doc.TaskConfigs {
+		s.taskCfg[c.Task] = c
+	}
+	for _, c := range doc.QueueConfigs {
+		s.queueCfg[c.Queue] = c
+	}
+	s.flow.restoreStarts(doc.Starts)
+	var holders []*jobRec
 	for _, sj := range doc.Jobs {
-		r := &jobRec{job: sj.Job, runs: sj.Runs}
+		r := &jobRec{job: sj.Job, runs: sj.Runs, holdsSeq: sj.HoldsSequence}
+		if sj.KeyHolder {
+			holders = append(holders, r)
+		}
 		if len(sj.Checkpoints) > 0 {
 			r.checkpoints = make(map[string]core.Checkpoint, len(sj.Checkpoints))
 			for _, cp := range sj.Checkpoints {
@@ -96,11 +136,11 @@ func decodeSnapshot(data []byte) (*state, error) {
 		}
 		s.insertRec(r)
 	}
-	for _, c := range doc.TaskConfigs {
-		s.taskCfg[c.Task] = c
-	}
-	for _, c := range doc.QueueConfigs {
-		s.queueCfg[c.Queue] = c
+	if doc.KeyHolders {
+		clear(s.idem)
+		for _, r := range holders {
+			s.idem[idemKey{r.job.Queue, r.job.IdempotencyKey}] = r
+		}
 	}
 	if doc.Parts != nil {
 		s.parts = doc.Parts

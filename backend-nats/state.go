@@ -13,6 +13,12 @@ type jobRec struct {
 	job         core.Job
 	runs        []core.Run
 	checkpoints map[string]core.Checkpoint
+	// where says where a queued or sleeping job is placed in its queue's
+	// ready index (see flow_ready.go).
+	where uint8
+	// holdsSeq: the job failed terminally and holds its sequence (see
+	// flow_seq.go).
+	holdsSeq bool
 }
 
 // readyKey orders the queued and sleeping jobs of one queue for claims.
@@ -74,7 +80,7 @@ type state struct {
 	// qids holds the ids of each queue's jobs, for listings and deletions
 	// of one queue.
 	qids      map[string]*btree.BTreeG[string]
-	ready     map[string]*btree.BTreeG[readyKey]
+	ready     map[string]*queueReady
 	running   map[string]*jobRec
 	deadlined map[string]map[string]*jobRec // queue -> active jobs with a deadline in their phase
 	finished  *btree.BTreeG[finKey]
@@ -82,7 +88,16 @@ type state struct {
 	taskRuns  map[string]*runStats
 	active    map[string]int64       // task -> active jobs
 	created   map[string][]time.Time // task -> sorted CreatedAt of its jobs
-	idem      map[idemKey]*jobRec
+	// idem maps each idempotency key to the job that holds it, or to
+	// the last job that held it (see flow_unique.go).
+	idem map[idemKey]*jobRec
+
+	// now is the time of the command being applied.
+	now time.Time
+	// flow holds the running counters, start counters and gates of flow
+	// control; seqs the sequences.
+	flow flowState
+	seqs map[seqKey]*sequence
 
 	taskCfg  map[string]core.TaskConfig
 	queueCfg map[string]core.QueueConfig
@@ -100,7 +115,7 @@ func newState() *state {
 		jobs:      map[string]*jobRec{},
 		ids:       btree.NewOrderedG[string](32),
 		qids:      map[string]*btree.BTreeG[string]{},
-		ready:     map[string]*btree.BTreeG[readyKey]{},
+		ready:     map[string]*queueReady{},
 		running:   map[string]*jobRec{},
 		deadlined: map[string]map[string]*jobRec{},
 		finished:  btree.NewG(32, finLess),
@@ -109,6 +124,8 @@ func newState() *state {
 		active:    map[string]int64{},
 		created:   map[string][]time.Time{},
 		idem:      map[idemKey]*jobRec{},
+		flow:      newFlowState(),
+		seqs:      map[seqKey]*sequence{},
 		taskCfg:   map[string]core.TaskConfig{},
 		queueCfg:  map[string]core.QueueConfig{},
 		parts:     map[uint64][]byte{},
@@ -117,15 +134,6 @@ func newState() *state {
 }
 
 func micros(t time.Time) int64 { return t.UnixMicro() }
-
-func (s *state) readyTree(queue string) *btree.BTreeG[readyKey] {
-	t := s.ready[queue]
-	if t == nil {
-		t = btree.NewG(32, readyLess)
-		s.ready[queue] = t
-	}
-	return t
-}
 
 func (s *state) stats(task string) *runStats {
 	r := s.taskRuns[task]
@@ -157,11 +165,17 @@ func (s *state) index(r *jobRec) {
 	}
 	switch {
 	case j.State == core.StateQueued || j.State == core.StateSleeping:
-		s.readyTree(j.Queue).ReplaceOrInsert(readyKey{j.Priority, micros(j.RunAt), j.ID})
+		if j.SequenceKey == "" {
+			s.place(r)
+		}
 	case j.State == core.StateRunning:
 		s.running[j.ID] = r
+		s.runningChanged(j, 1)
 	case j.State.Terminal():
 		s.finished.ReplaceOrInsert(finKey{micros(j.FinishedAt), j.ID})
+	}
+	if j.SequenceKey != "" {
+		s.seqIndex(r)
 	}
 	st := s.stats(j.Task)
 	for _, run := range r.runs {
@@ -190,16 +204,17 @@ func (s *state) unindex(r *jobRec) {
 	}
 	switch {
 	case j.State == core.StateQueued || j.State == core.StateSleeping:
-		if t := s.ready[j.Queue]; t != nil {
-			t.Delete(readyKey{j.Priority, micros(j.RunAt), j.ID})
-			if t.Len() == 0 {
-				delete(s.ready, j.Queue)
-			}
+		if r.where != unplaced {
+			s.unplace(r)
 		}
 	case j.State == core.StateRunning:
 		delete(s.running, j.ID)
+		s.runningChanged(j, -1)
 	case j.State.Terminal():
 		s.finished.Delete(finKey{micros(j.FinishedAt), j.ID})
+	}
+	if j.SequenceKey != "" {
+		s.seqUnindex(r)
 	}
 	st := s.stats(j.Task)
 	for _, run := range r.runs {
@@ -244,6 +259,9 @@ func (s *state) insertRec(r *jobRec) {
 func (s *state) remove(r *jobRec) {
 	j := &r.job
 	s.unindex(r)
+	if j.SequenceKey != "" {
+		s.seqRelease(j)
+	}
 	delete(s.jobs, j.ID)
 	s.ids.Delete(j.ID)
 	if q := s.qids[j.Queue]; q != nil {
