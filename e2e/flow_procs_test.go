@@ -150,7 +150,7 @@ func TestFlowLimitAcrossProcesses(t *testing.T) {
 	if os.Getenv(envFlowRole) != "" {
 		return // a child of another run
 	}
-	for _, f := range backends {
+	for _, f := range flowBackends() {
 		t.Run(f.Name, func(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
@@ -297,7 +297,7 @@ func TestFlowSequenceSurvivesKill(t *testing.T) {
 	if os.Getenv(envFlowRole) != "" {
 		return
 	}
-	for _, f := range backends {
+	for _, f := range flowBackends() {
 		if !f.Durable {
 			continue // no other process can open mem; flow_sequence_order covers it
 		}
@@ -396,7 +396,7 @@ func TestFlowWorkerChild(t *testing.T) {
 	}
 	name := os.Getenv(envFlowBackend)
 	var f backendFactory
-	for _, c := range backends {
+	for _, c := range flowBackends() {
 		if c.Name == name {
 			f = c
 		}
