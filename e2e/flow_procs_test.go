@@ -325,6 +325,11 @@ func TestFlowSequenceSurvivesKill(t *testing.T) {
 				}
 			}
 			records := t.TempDir() + "/records"
+			t.Cleanup(func() {
+				if t.Failed() {
+					t.Logf("records per key: %q", sequenceTrace(asFlowRecords(readRecords(t, records))))
+				}
+			})
 			child := startFlowChild(t, f, "sequence", locator, records, "flow-seq-child")
 			waitUntil(t, "k1 job 2 to start and k2 to finish in the child", func() bool {
 				tr := sequenceTrace(asFlowRecords(readRecords(t, records)))
