@@ -68,15 +68,6 @@ func named(r core.EnqueueRequest, name string) core.EnqueueRequest {
 	return r
 }
 
-// jobIDs returns the ids of jobs, in the order given.
-func jobIDs(jobs []core.Job) []string {
-	out := make([]string, len(jobs))
-	for i, j := range jobs {
-		out[i] = j.ID
-	}
-	return out
-}
-
 // describe names jobs by their payloads, for failure messages.
 func describe(jobs []core.Job) string {
 	parts := make([]string, len(jobs))
@@ -91,7 +82,7 @@ func describe(jobs []core.Job) string {
 func (e *env) claimExactly(queue string, limit int, what string, want ...core.Job) []core.Job {
 	e.t.Helper()
 	got := e.claim(queue, limit)
-	g, w := jobIDs(got), jobIDs(want)
+	g, w := ids(got), ids(want)
 	slices.Sort(g)
 	slices.Sort(w)
 	if !slices.Equal(g, w) {

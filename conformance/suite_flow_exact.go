@@ -286,13 +286,20 @@ func exactKeyLimit(e *env) {
 			if err := e.keysAtMost("t", bound); err != nil {
 				return err
 			}
-			// Every key's slots plus the unkeyed jobs in flight, at most
-			// 4 per claimer: a bound on the task's running jobs.
-			n, err := e.countRunning(core.JobFilter{Task: "t"})
-			if err != nil {
-				return err
+			if !e.h.Capabilities.Search {
+				return nil
 			}
-			return atMost("CountJobs(task t)", n, keys*bound+4*exactClaimers)
+			for k := range keys {
+				key := fmt.Sprintf("k%d", k)
+				m, err := e.b.(core.JobSearcher).CountSearch(e.ctx, core.JobSearch{LimitKey: key, JobFilter: core.JobFilter{Task: "t", States: []core.JobState{core.StateRunning}}})
+				if err != nil {
+					return err
+				}
+				if err := atMost("CountSearch(limit key "+key+")", m[core.StateRunning], bound); err != nil {
+					return err
+				}
+			}
+			return nil
 		},
 	}, exactJobs)
 }

@@ -293,6 +293,7 @@ func flowInvalidRequests(e *env) {
 		for _, batch := range [][]core.EnqueueRequest{{bad[name]}, {lreq("q", "t", "ok"), bad[name]}} {
 			_, err := e.b.Enqueue(e.ctx, batch)
 			requireErr(e.t, err, core.ErrInvalidArgument, "Enqueue with "+name)
+			requireNamesField(e.t, err, requestField(name), "Enqueue with "+name)
 		}
 	}
 	requireEq(e.t, e.total(), 0, "jobs stored after invalid requests")
@@ -311,7 +312,9 @@ func flowInvalidConfigs(e *env) {
 		"absurd starts per second a key":   {Task: "t", MaxStartsPerSecondPerKey: core.MaxFlowLimit + 1},
 	}
 	for _, name := range sortedKeys(bad) {
-		requireErr(e.t, e.b.PutTaskConfig(e.ctx, bad[name]), core.ErrInvalidArgument, "PutTaskConfig with "+name)
+		err := e.b.PutTaskConfig(e.ctx, bad[name])
+		requireErr(e.t, err, core.ErrInvalidArgument, "PutTaskConfig with "+name)
+		requireNamesField(e.t, err, "max_", "PutTaskConfig with "+name)
 	}
 	_, err := e.b.GetTaskConfig(e.ctx, "t")
 	requireErr(e.t, err, core.ErrNotFound, "GetTaskConfig after only invalid puts")
@@ -333,4 +336,27 @@ func flowInvalidConfigs(e *env) {
 		e.t.Fatalf("GetQueueConfig: %v", err)
 	}
 	requireEq(e.t, qc.MaxRunning, 0, "queue MaxRunning after refused puts")
+}
+
+// requestField is the field an invalid request case names in its error.
+func requestField(name string) string {
+	switch {
+	case strings.HasPrefix(name, "limit key"):
+		return "limit_key"
+	case strings.HasPrefix(name, "sequence key"):
+		return "sequence_key"
+	case strings.Contains(name, "period"):
+		return "unique_period"
+	default:
+		return "unique"
+	}
+}
+
+// requireNamesField fails unless err's message names the field, so that a
+// caller can tell what to fix.
+func requireNamesField(t testing.TB, err error, field, what string) {
+	t.Helper()
+	if err == nil || !strings.Contains(err.Error(), field) {
+		t.Fatalf("%s: the error %q does not name the field %q", what, err, field)
+	}
 }

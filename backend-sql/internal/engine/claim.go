@@ -83,7 +83,7 @@ const claimExpireSQL = `UPDATE {s}jobs INDEXED BY jobs_claim_deadline SET state 
 // from the claim index (SQLite syntax: INDEXED BY makes any other plan an
 // error), nothing when the queue is paused;
 // its arguments are queue, now (twice), queue and limit.
-var claimPickSQL = `SELECT ` + JobCols("") + ` FROM {s}jobs INDEXED BY jobs_claim WHERE queue = ? AND state IN ('queued', 'sleeping') AND run_at <= ?
+var claimPickSQL = `SELECT ` + JobCols("") + ` FROM {s}jobs INDEXED BY jobs_claim WHERE queue = ? AND state IN ('queued', 'sleeping') AND seq_gate = 0 AND key_gate = 0 AND run_at <= ?
 		AND (deadline_at IS NULL OR deadline_at > ?)
 		AND NOT EXISTS (SELECT 1 FROM {s}queue_configs WHERE queue = ? AND paused <> 0)
 		ORDER BY priority, run_at, id LIMIT ?`

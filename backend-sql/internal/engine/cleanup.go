@@ -39,6 +39,13 @@ func (e *Engine) Cleanup(ctx context.Context, req core.CleanupRequest) (int, err
 		if len(ids) == 0 {
 			return nil
 		}
+		strs := make([]string, len(ids))
+		for i, id := range ids {
+			strs[i] = id.(string)
+		}
+		if err := e.flowAfterIDs(ctx, q, strs); err != nil {
+			return err
+		}
 		in := placeholders(len(ids))
 		for _, table := range []string{"runs", "checkpoints"} {
 			if _, err := q.Exec(ctx, e.render("DELETE FROM {s}"+table+" WHERE job_id IN ("+in+")"), ids...); err != nil {

@@ -87,14 +87,18 @@ func (e *Engine) CompleteSQL(ctx context.Context, q Querier, items []core.Comple
 		}
 		values := strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", len(part)), ", ")
 		var done []string
+		var refs []flowRef
 		err := e.scanAll(ctx, q, `UPDATE {s}jobs SET state = 'succeeded', result = v.column3, finished_at = ?
 			FROM (VALUES `+values+`) AS v
 			WHERE {s}jobs.id = v.column1 AND {s}jobs.token = v.column2 AND {s}jobs.state = 'running'
-			RETURNING {s}jobs.id, {s}jobs.queue`, args, func(rows Rows) error {
+			RETURNING {s}jobs.id, {s}jobs.queue, {s}jobs.task, coalesce({s}jobs.limit_key, ''), coalesce({s}jobs.sequence_key, '')`, args, func(rows Rows) error {
 			var id, queue string
-			if err := rows.Scan(&id, &queue); err != nil {
+			r := flowRef{wasRunning: true}
+			if err := rows.Scan(&id, &queue, &r.task, &r.limitKey, &r.seqKey); err != nil {
 				return err
 			}
+			r.queue = queue
+			refs = append(refs, r)
 			ok[index[id]] = true
 			done = append(done, id)
 			if !seen[queue] {
@@ -108,6 +112,9 @@ func (e *Engine) CompleteSQL(ctx context.Context, q Querier, items []core.Comple
 		}
 		if len(done) == 0 {
 			continue
+		}
+		if err := e.flowAfter(ctx, q, refs); err != nil {
+			return nil, nil, err
 		}
 		ids, err := json.Marshal(done)
 		if err != nil {

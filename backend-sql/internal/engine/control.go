@@ -97,8 +97,11 @@ func (e *Engine) retryIn(ctx context.Context, q Querier, jobID string) (core.Job
 	if j.State != core.StateFailed && j.State != core.StateCancelled {
 		return core.Job{}, fmt.Errorf("%w: job %s is %s; only failed or cancelled jobs can be retried", core.ErrInvalidState, jobID, j.State)
 	}
+	if err := e.retakeKey(ctx, q, j); err != nil {
+		return core.Job{}, err
+	}
 	jobs, err := collectJobs(q.Query(ctx, e.render(`UPDATE {s}jobs SET state = 'queued', run_at = ?, finished_at = 0,
-		max_attempts = CASE WHEN attempt >= max_attempts THEN attempt + 1 ELSE max_attempts END
+		max_attempts = CASE WHEN attempt >= max_attempts THEN attempt + 1 ELSE max_attempts END`+flowRetrySet+`
 		WHERE id = ? RETURNING `+JobCols("")), now, jobID))
 	if err != nil {
 		return core.Job{}, err
@@ -107,6 +110,9 @@ func (e *Engine) retryIn(ctx context.Context, q Querier, jobID string) (core.Job
 		return core.Job{}, fmt.Errorf("%w: job %s", core.ErrNotFound, jobID)
 	}
 	out := jobs[0]
+	if err := e.flowAfter(ctx, q, []flowRef{refOf(j)}); err != nil {
+		return core.Job{}, err
+	}
 	return out, e.d.Notify(ctx, e, q, []string{dueJob{queue: out.Queue, prio: out.Priority, runAt: toUS(out.RunAt)}.payload()})
 }
 

@@ -42,13 +42,15 @@ expired AS (
 		last_error = CASE WHEN first_started_at = 0 THEN '` + ReasonMaxDelay + `' ELSE '` + ReasonMaxDuration + `' END
 	WHERE id = ANY (ARRAY(SELECT id FROM {s}jobs WHERE queue = ? AND state IN ('queued', 'sleeping')
 		AND run_at <= (SELECT t FROM clk) AND deadline_at <= (SELECT t FROM clk)
-		AND NOT EXISTS (SELECT 1 FROM {s}queue_configs WHERE queue = ? AND paused <> 0) FOR UPDATE SKIP LOCKED))
+		AND NOT EXISTS (SELECT 1 FROM {s}queue_configs WHERE queue = ? AND paused <> 0)
+		AND NOT EXISTS (SELECT 1 FROM {s}flow_switch WHERE seq <> 0 OR limits <> 0) FOR UPDATE SKIP LOCKED))
 	RETURNING id),
 picked AS (
 	SELECT id FROM {s}jobs
-	WHERE queue = ? {after}AND state IN ('queued', 'sleeping') AND run_at <= (SELECT t FROM clk)
+	WHERE queue = ? {after}AND state IN ('queued', 'sleeping') AND seq_gate = 0 AND key_gate = 0 AND run_at <= (SELECT t FROM clk)
 		AND (deadline_at IS NULL OR deadline_at > (SELECT t FROM clk))
 		AND NOT EXISTS (SELECT 1 FROM {s}queue_configs WHERE queue = ? AND paused <> 0)
+		AND NOT EXISTS (SELECT 1 FROM {s}flow_switch WHERE seq <> 0 OR limits <> 0)
 	ORDER BY priority, run_at, id LIMIT ? FOR UPDATE SKIP LOCKED),
 numbered AS (SELECT id, row_number() OVER () AS n FROM picked),
 claimed AS (
@@ -84,19 +86,50 @@ func pgClaimStatement(req core.ClaimRequest, st cursorStart, now any) (string, [
 }
 
 // Claim implements Dialect with one statement outside any explicit
-// transaction. It starts where the queue's claim cursor says.
+// transaction. It starts where the queue's claim cursor says. That
+// statement claims nothing while flow control is on (a sequence or a
+// limit exists in the schema); the claim is then ClaimFlow's, in one
+// transaction from the head of the claim index.
 func (Postgres) Claim(ctx context.Context, e *Engine, req core.ClaimRequest, now any) ([]core.Job, error) {
-	st := e.cursors.start(req.Queue, now)
-	sql, args := pgClaimStatement(req, st, now)
+	if !e.flowOn.Load() {
+		st := e.cursors.start(req.Queue, now)
+		sql, args := pgClaimStatement(req, st, now)
+		var jobs []core.Job
+		err := e.st.WriteOne(ctx, func(q Querier) error {
+			var err error
+			jobs, err = collectJobs(q.Query(ctx, e.render(sql), args...))
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+		e.cursors.done(req.Queue, st, now, req.Limit, req.LeaseTTL, jobs)
+		if len(jobs) > 0 {
+			return jobs, nil
+		}
+		on, err := e.flowSwitchOn(ctx, e.st.Reader())
+		if err != nil || !on {
+			return nil, err
+		}
+		e.flowOn.Store(true)
+	}
 	var jobs []core.Job
-	err := e.st.WriteOne(ctx, func(q Querier) error {
-		var err error
-		jobs, err = collectJobs(q.Query(ctx, e.render(sql), args...))
+	err := e.st.WriteTx(ctx, func(q Querier) error {
+		t, err := e.now(ctx, q)
+		if err != nil {
+			return err
+		}
+		on, err := e.flowSwitchOn(ctx, q)
+		if err != nil {
+			return err
+		}
+		if !on {
+			e.flowOn.Store(false)
+		}
+		jobs, err = e.ClaimFlow(ctx, q, req, t)
 		return err
 	})
-	if err == nil {
-		e.cursors.done(req.Queue, st, now, req.Limit, req.LeaseTTL, jobs)
-	}
+	e.cursors.reset(req.Queue)
 	return jobs, err
 }
 
@@ -113,7 +146,19 @@ input AS (SELECT * FROM unnest(?::text[], ?::int8[], ?::bytea[]) AS i(id, token,
 done AS (
 	UPDATE {s}jobs j SET state = 'succeeded', result = i.result, finished_at = (SELECT t FROM clk)
 	FROM input i WHERE j.id = i.id AND j.state || '' = 'running' AND j.token = i.token
-	RETURNING j.id, j.token, j.queue, j.run_id, j.attempt, j.worker_id, j.started_at, j.finished_at),
+	RETURNING j.id, j.token, j.queue, j.run_id, j.attempt, j.worker_id, j.started_at, j.finished_at,
+		j.task, j.limit_key, j.sequence_key),
+freed AS (
+	UPDATE {s}flow_counts c SET n = c.n - x.cnt, ready = CASE WHEN c.scope = 'k' THEN 1 ELSE c.ready END
+	FROM (SELECT y.scope, y.name, y.lkey, count(*) AS cnt FROM (
+		SELECT 't' AS scope, task AS name, '' AS lkey FROM done
+		UNION ALL SELECT 'q', queue, '' FROM done
+		UNION ALL SELECT 'k', task, limit_key FROM done WHERE limit_key IS NOT NULL) AS y
+		GROUP BY y.scope, y.name, y.lkey) AS x
+	WHERE c.scope = x.scope AND c.name = x.name AND c.lkey = x.lkey),
+moved AS (
+	UPDATE {s}flow_seqs f SET ready = 1 FROM (SELECT DISTINCT queue, sequence_key FROM done WHERE sequence_key IS NOT NULL) AS d
+	WHERE f.queue = d.queue AND f.seq = d.sequence_key),
 closed AS (
 	INSERT INTO {s}runs (job_id, token, id, attempt, worker_id, status, started_at, finished_at)
 	SELECT id, token, run_id, attempt, worker_id, 'succeeded', started_at, finished_at FROM done)

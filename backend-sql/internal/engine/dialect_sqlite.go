@@ -35,13 +35,14 @@ func (SQLite) SkipLocked() string { return "" }
 func (SQLite) InsertJobs(ctx context.Context, e *Engine, q Querier, jobs []core.Job) (map[string]bool, error) {
 	out := make(map[string]bool, len(jobs))
 	const chunk = 1000
-	const row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued')"
+	const row = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?, ?, ?, ?, ?)"
 	for start := 0; start < len(jobs); start += chunk {
 		part := jobs[start:min(start+chunk, len(jobs))]
 		var b strings.Builder
 		b.WriteString(`INSERT INTO {s}jobs (id, queue, task, payload, headers, priority, max_attempts, retry,
-			max_delay, max_duration, idempotency_key, fingerprint, actor, run_at, created_at, deadline_at, state) VALUES `)
-		args := make([]any, 0, len(part)*16)
+			max_delay, max_duration, idempotency_key, fingerprint, actor, run_at, created_at, deadline_at, state,
+			unique_mode, unique_period, key_expires_at, limit_key, sequence_key, seq_gate) VALUES `)
+		args := make([]any, 0, len(part)*22)
 		for i, j := range part {
 			if i > 0 {
 				b.WriteString(", ")
@@ -49,7 +50,8 @@ func (SQLite) InsertJobs(ctx context.Context, e *Engine, q Querier, jobs []core.
 			b.WriteString(row)
 			args = append(args, j.ID, j.Queue, j.Task, nullBytes(j.Payload), EncodeHeaders(j.Headers), j.Priority, j.MaxAttempts,
 				EncodeRetry(j.Retry), int64(j.Cancel.MaxDelay), int64(j.Cancel.MaxDuration), NullKey(j.IdempotencyKey),
-				j.Fingerprint, j.Actor, toUS(j.RunAt), toUS(j.CreatedAt), DeadlineUS(j))
+				j.Fingerprint, j.Actor, toUS(j.RunAt), toUS(j.CreatedAt), DeadlineUS(j),
+				string(j.Unique), int64(j.UniquePeriod), keyExpiresUS(j), NullKey(j.LimitKey), NullKey(j.SequenceKey), seqGate(j))
 		}
 		keyed := false
 		for _, j := range part {
@@ -98,17 +100,26 @@ func (SQLite) InsertJobs(ctx context.Context, e *Engine, q Querier, jobs []core.
 // claim or Rescue cancels it.
 func (SQLite) Claim(ctx context.Context, e *Engine, req core.ClaimRequest, now any) ([]core.Job, error) {
 	t := now.(int64)
-	var due, expired bool
-	err := e.scanAll(ctx, e.st.Reader(), `SELECT EXISTS (SELECT 1 FROM {s}jobs INDEXED BY jobs_claim WHERE queue = ? AND state IN ('queued', 'sleeping') AND run_at <= ?),
-		EXISTS (SELECT 1 FROM {s}jobs INDEXED BY jobs_claim_deadline WHERE queue = ? AND state IN ('queued', 'sleeping') AND deadline_at IS NOT NULL AND deadline_at <= ?)`,
-		[]any{req.Queue, t, req.Queue, t}, func(rows Rows) error { return rows.Scan(&due, &expired) })
-	if err != nil || !due {
+	var due, expired, flow, marked bool
+	err := e.scanAll(ctx, e.st.Reader(), `SELECT EXISTS (SELECT 1 FROM {s}jobs INDEXED BY jobs_claim WHERE queue = ? AND state IN ('queued', 'sleeping') AND seq_gate = 0 AND key_gate = 0 AND run_at <= ?),
+		EXISTS (SELECT 1 FROM {s}jobs INDEXED BY jobs_claim_deadline WHERE queue = ? AND state IN ('queued', 'sleeping') AND deadline_at IS NOT NULL AND deadline_at <= ?),
+		EXISTS (SELECT 1 FROM {s}flow_switch WHERE seq <> 0 OR limits <> 0),
+		EXISTS (SELECT 1 FROM {s}flow_seqs WHERE queue = ? AND ready <> 0) OR EXISTS (SELECT 1 FROM {s}flow_counts WHERE scope = 'k' AND ready <> 0)`,
+		[]any{req.Queue, t, req.Queue, t, req.Queue}, func(rows Rows) error { return rows.Scan(&due, &expired, &flow, &marked) })
+	if err != nil || !(due || (flow && (expired || marked))) {
 		return nil, err
 	}
 	var jobs []core.Job
 	err = e.st.WriteTx(ctx, func(q Querier) error {
-		var err error
-		jobs, err = e.ClaimSQL(ctx, q, req, t, expired)
+		on, err := e.flowSwitchOn(ctx, q)
+		if err != nil {
+			return err
+		}
+		if on {
+			jobs, err = e.ClaimFlow(ctx, q, req, t)
+		} else {
+			jobs, err = e.ClaimSQL(ctx, q, req, t, expired)
+		}
 		return err
 	})
 	return jobs, err

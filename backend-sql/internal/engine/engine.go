@@ -49,7 +49,10 @@ type Engine struct {
 	cursors  *claimCursors
 	sqlCache sync.Map
 	closed   atomic.Bool
-	onClose  []func()
+	// flowOn caches that flow control was on at the last claim, so that
+	// Postgres claims go straight to ClaimFlow.
+	flowOn  atomic.Bool
+	onClose []func()
 }
 
 // New returns an engine. It starts the polling ticker of the hub.

@@ -106,8 +106,14 @@ func (e *Engine) enqueueIn(ctx context.Context, q Querier, reqs []core.EnqueueRe
 	if !ok {
 		return nil, nil, fmt.Errorf("%w: the %s dialect has no enqueue", core.ErrUnsupported, e.d.Name())
 	}
+	if err := e.releasePeriods(ctx, q, jobs, now); err != nil {
+		return nil, nil, err
+	}
 	inserted, err := ins.InsertJobs(ctx, e, q, jobs)
 	if err != nil {
+		return nil, nil, err
+	}
+	if err := e.markNewSeqs(ctx, q, jobs, inserted); err != nil {
 		return nil, nil, err
 	}
 	res := make([]core.EnqueueResult, len(jobs))
@@ -231,7 +237,7 @@ func (e *Engine) lookupKeys(ctx context.Context, q Querier, jobs []core.Job, idx
 			conds = append(conds, "(queue = ? AND idempotency_key = ?)")
 			args = append(args, jobs[i].Queue, jobs[i].IdempotencyKey)
 		}
-		found, err := collectJobs(q.Query(ctx, e.render("SELECT "+JobCols("")+" FROM {s}jobs WHERE "+strings.Join(conds, " OR ")), args...))
+		found, err := collectJobs(q.Query(ctx, e.render("SELECT "+JobCols("")+" FROM {s}jobs WHERE ("+strings.Join(conds, " OR ")+") AND "+heldKey), args...))
 		if err != nil {
 			return nil, err
 		}

@@ -33,12 +33,14 @@ const (
 	pgStateRateLimited = "BQ002"
 )
 
-// pgEnqueue calls boson_enqueue; its rows are the position, the reused
+// pgEnqueue calls boson_enqueue2 (migration 6: boson_enqueue with the
+// flow fields); its rows are the position, the reused
 // flag, the store's decision time and, for a reused key, the stored job:
 // first a row at position -1 that carries only the time, then one row
 // per request that reused a stored job.
-var pgEnqueue = `SELECT r.pos, r.reused, r.now_us, ` + JobCols("(r.job)") + ` FROM {s}boson_enqueue(?::bigint, ?::text[], ?::text[], ?::text[],
-	?::bytea[], ?::text[], ?::int4[], ?::int4[], ?::text[], ?::int8[], ?::int8[], ?::text[], ?::text[], ?::text[], ?::int8[], ?::text) AS r`
+var pgEnqueue = `SELECT r.pos, r.reused, r.now_us, ` + JobCols("(r.job)") + ` FROM {s}boson_enqueue2(?::bigint, ?::text[], ?::text[], ?::text[],
+	?::bytea[], ?::text[], ?::int4[], ?::int4[], ?::text[], ?::int8[], ?::int8[], ?::text[], ?::text[], ?::text[], ?::int8[], ?::text,
+	?::text[], ?::int8[], ?::text[], ?::text[]) AS r`
 
 // EnqueueJobs implements BatchEnqueuer with one call of boson_enqueue.
 // The jobs' ids come from core.PrepareJobs; their run_at, created_at and
@@ -168,7 +170,18 @@ func pgEnqueueArgs(e *Engine, jobs []core.Job, now any) []any {
 	prio, maxAtt := make([]int32, n), make([]int32, n)
 	maxDelay, maxDur, runAt := make([]int64, n), make([]int64, n), make([]int64, n)
 	keys := make([]*string, n)
+	uniq, period := make([]string, n), make([]int64, n)
+	lkeys, skeys := make([]*string, n), make([]*string, n)
 	for i, j := range jobs {
+		uniq[i], period[i] = string(j.Unique), int64(j.UniquePeriod)
+		if j.LimitKey != "" {
+			k := j.LimitKey
+			lkeys[i] = &k
+		}
+		if j.SequenceKey != "" {
+			k := j.SequenceKey
+			skeys[i] = &k
+		}
 		ids[i], queues[i], tasks[i] = j.ID, j.Queue, j.Task
 		if len(j.Payload) > 0 {
 			payloads[i] = j.Payload
@@ -186,7 +199,8 @@ func pgEnqueueArgs(e *Engine, jobs []core.Job, now any) []any {
 			keys[i] = &k
 		}
 	}
-	return []any{now, ids, queues, tasks, payloads, headers, prio, maxAtt, retries, maxDelay, maxDur, keys, fps, actors, runAt, e.channel}
+	return []any{now, ids, queues, tasks, payloads, headers, prio, maxAtt, retries, maxDelay, maxDur, keys, fps, actors, runAt, e.channel,
+		uniq, period, lkeys, skeys}
 }
 
 // pgEnqueueError maps the function's SQLSTATEs to core's sentinels.

@@ -65,5 +65,8 @@ func (e *Engine) cancelJob(ctx context.Context, q Querier, j core.Job, now int64
 	if len(jobs) != 1 {
 		return j, fmt.Errorf("%w: job %s", core.ErrNotFound, j.ID)
 	}
+	if err := e.flowAfter(ctx, q, []flowRef{refOf(j)}); err != nil {
+		return j, err
+	}
 	return jobs[0], nil
 }

@@ -186,6 +186,9 @@ func (e *Engine) bulkCancel(ctx context.Context, q Querier, reason string, ids, 
 			return err
 		}
 	}
+	if err := e.flowAfterIDs(ctx, q, ids); err != nil {
+		return err
+	}
 	cond, arg := e.inStrings("id", ids)
 	n, err := q.Exec(ctx, e.render("UPDATE {s}jobs SET state = 'cancelled', finished_at = ?, last_error = ? WHERE "+cond), now, reason, arg)
 	if err != nil {
@@ -202,10 +205,17 @@ func (e *Engine) bulkCancel(ctx context.Context, q Querier, reason string, ids, 
 // store's notification of each queue and priority, as retryIn does for
 // one job.
 func (e *Engine) bulkRetry(ctx context.Context, q Querier, ids []string, now int64, eff *bulkEffects) error {
+	ids, err := e.retakeKeys(ctx, q, ids, eff)
+	if err != nil || len(ids) == 0 {
+		return err
+	}
+	if err := e.flowAfterIDs(ctx, q, ids); err != nil {
+		return err
+	}
 	cond, arg := e.inStrings("id", ids)
 	var payloads []string
-	err := e.scanAll(ctx, q, `UPDATE {s}jobs SET state = 'queued', run_at = ?, finished_at = 0,
-		max_attempts = CASE WHEN attempt >= max_attempts THEN attempt + 1 ELSE max_attempts END
+	err = e.scanAll(ctx, q, `UPDATE {s}jobs SET state = 'queued', run_at = ?, finished_at = 0,
+		max_attempts = CASE WHEN attempt >= max_attempts THEN attempt + 1 ELSE max_attempts END`+flowRetrySet+`
 		WHERE `+cond+` RETURNING queue, priority`, []any{now, arg}, func(rows Rows) error {
 		d := dueJob{runAt: now}
 		if err := rows.Scan(&d.queue, &d.prio); err != nil {

@@ -12,6 +12,9 @@ import (
 // their checkpoints. A job's open run and its idempotency key live in
 // the job row, so they go with it. It returns the number of jobs deleted.
 func (e *Engine) deleteJobs(ctx context.Context, q Querier, ids []string) (int, error) {
+	if err := e.flowAfterIDs(ctx, q, ids); err != nil {
+		return 0, err
+	}
 	cond, arg := e.inStrings("job_id", ids)
 	for _, table := range []string{"runs", "checkpoints"} {
 		if _, err := q.Exec(ctx, e.render("DELETE FROM {s}"+table+" WHERE "+cond), arg); err != nil {

@@ -144,6 +144,12 @@ func (e *Engine) searchWhere(s core.JobSearch) *where {
 	if cond != "" {
 		w.add(cond, args...)
 	}
+	if s.LimitKey != "" {
+		w.add("limit_key = ?", s.LimitKey)
+	}
+	if s.SequenceKey != "" {
+		w.add("sequence_key = ?", s.SequenceKey)
+	}
 	if s.HeaderKey != "" {
 		needles, exact := headerNeedles(s.HeaderKey, s.HeaderValue, s.HeaderValue != "")
 		w.verify = !exact
@@ -374,7 +380,8 @@ func (e *Engine) FindByIdempotencyKey(ctx context.Context, queue, key string) (c
 	var jobs []core.Job
 	var err error
 	if _, pg := e.d.(Postgres); !pg || !strings.ContainsRune(key, 0) { // Postgres text holds no NUL
-		jobs, err = collectJobs(e.st.Reader().Query(ctx, e.render("SELECT "+JobCols("")+" FROM {s}jobs WHERE queue = ? AND idempotency_key = ?"), queue, key))
+		jobs, err = collectJobs(e.st.Reader().Query(ctx, e.render("SELECT "+JobCols("")+" FROM {s}jobs WHERE queue = ? AND idempotency_key = ? AND "+heldKey+
+			" AND (unique_mode <> 'by_period' OR key_expires_at > {now})"), queue, key, e.NowArg()))
 	}
 	if err != nil {
 		return core.Job{}, e.wrap("find by idempotency key", err)
@@ -439,4 +446,5 @@ type Ops interface {
 	core.TaskLister
 	core.JobDeleter
 	core.BulkActor
+	core.FlowController
 }

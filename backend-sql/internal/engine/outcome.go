@@ -31,7 +31,13 @@ func (e *Engine) Fail(ctx context.Context, f core.Failure) (core.JobState, error
 		}
 		if f.Terminal || j.Attempt >= j.MaxAttempts {
 			state = core.StateFailed
-			_, err = q.Exec(ctx, e.render("UPDATE {s}jobs SET state = 'failed', finished_at = ?, last_error = ? WHERE id = ?"), now, msg, j.ID)
+			hold := false
+			if j.SequenceKey != "" {
+				if hold, err = e.holdOnFailure(ctx, q, j.Task); err != nil {
+					return err
+				}
+			}
+			_, err = q.Exec(ctx, e.render("UPDATE {s}jobs SET state = 'failed', finished_at = ?, last_error = ?, seq_hold = ? WHERE id = ?"), now, msg, boolInt(hold), j.ID)
 		} else {
 			state = core.StateQueued
 			runAt := max(toUS(f.RetryAt), now)
@@ -39,6 +45,9 @@ func (e *Engine) Fail(ctx context.Context, f core.Failure) (core.JobState, error
 			_, err = q.Exec(ctx, e.render("UPDATE {s}jobs SET state = 'queued', run_at = ?, last_error = ? WHERE id = ?"), runAt, msg, j.ID)
 		}
 		if err != nil {
+			return err
+		}
+		if err := e.flowAfter(ctx, q, []flowRef{refOf(j)}); err != nil {
 			return err
 		}
 		if state == core.StateQueued {
@@ -81,6 +90,9 @@ func (e *Engine) Sleep(ctx context.Context, lease core.Lease, until time.Time) e
 		wake := max(toUS(until), now)
 		due = dueJob{queue: j.Queue, prio: j.Priority, runAt: wake}
 		if _, err = q.Exec(ctx, e.render("UPDATE {s}jobs SET state = 'sleeping', run_at = ? WHERE id = ?"), wake, j.ID); err != nil {
+			return err
+		}
+		if err := e.flowAfter(ctx, q, []flowRef{refOf(j)}); err != nil {
 			return err
 		}
 		if wake <= now { // claimable at once

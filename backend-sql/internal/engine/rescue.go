@@ -75,6 +75,9 @@ func (e *Engine) Rescue(ctx context.Context, req core.RescueRequest) (core.Rescu
 			if err != nil {
 				return err
 			}
+			if err := e.flowAfter(ctx, q, []flowRef{refOf(j)}); err != nil {
+				return err
+			}
 			touch(j.Queue)
 		}
 		if len(queues) > 0 {

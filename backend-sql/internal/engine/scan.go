@@ -16,6 +16,7 @@ var jobColumns = []string{
 	"max_attempts", "retry", "max_delay", "max_duration", "coalesce(idempotency_key, '')",
 	"fingerprint", "actor", "run_at", "created_at", "first_started_at", "finished_at",
 	"result", "last_error", "worker_id", "token", "lease_expires_at",
+	"unique_mode", "unique_period", "coalesce(limit_key, '')", "coalesce(sequence_key, '')",
 }
 
 // JobCols returns the job column list, each qualified with alias when set.
@@ -37,17 +38,19 @@ func JobCols(alias string) string {
 // ScanJob reads one row of JobCols, after any extra leading destinations.
 func ScanJob(rows Rows, extra ...any) (core.Job, error) {
 	var j core.Job
-	var headers, retry, state string
-	var maxDelay, maxDuration, runAt, createdAt, firstStarted, finished, expires int64
+	var headers, retry, state, unique string
+	var maxDelay, maxDuration, runAt, createdAt, firstStarted, finished, expires, period int64
 	dest := append(extra,
 		&j.ID, &j.Queue, &j.Task, &j.Payload, &headers, &j.Priority, &state, &j.Attempt,
 		&j.MaxAttempts, &retry, &maxDelay, &maxDuration, &j.IdempotencyKey,
 		&j.Fingerprint, &j.Actor, &runAt, &createdAt, &firstStarted, &finished,
-		&j.Result, &j.LastError, &j.Lease.WorkerID, &j.Lease.Token, &expires)
+		&j.Result, &j.LastError, &j.Lease.WorkerID, &j.Lease.Token, &expires,
+		&unique, &period, &j.LimitKey, &j.SequenceKey)
 	if err := rows.Scan(dest...); err != nil {
 		return core.Job{}, err
 	}
 	j.State = core.JobState(state)
+	j.Unique, j.UniquePeriod = core.UniqueMode(unique), time.Duration(period)
 	j.Cancel = core.CancellationPolicy{MaxDelay: time.Duration(maxDelay), MaxDuration: time.Duration(maxDuration)}
 	j.RunAt, j.CreatedAt = fromUS(runAt), fromUS(createdAt)
 	j.FirstStartedAt, j.FinishedAt = fromUS(firstStarted), fromUS(finished)

@@ -1,0 +1,500 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/boson-go/boson/core"
+)
+
+// flowCfg is what the claim needs of a task's config.
+type flowCfg struct{ maxRunning, perKey, rate, rateKey int64 }
+
+// flowClaim is the state of one flow claim.
+type flowClaim struct {
+	e      *Engine
+	q      Querier
+	now    int64
+	sec    int64
+	cfgs   map[string]*flowCfg
+	counts map[countKey]int64
+	starts map[countKey]int64
+}
+
+// claimFlowPickSQL reads due, ungated jobs of a queue in claim order,
+// optionally after a position; its arguments are queue, now (twice)
+// [, priority, run_at, id] and limit.
+func (e *Engine) claimFlowPickSQL(after bool) string {
+	idx := ""
+	if _, ok := e.d.(SQLite); ok {
+		idx = " INDEXED BY jobs_claim"
+	}
+	pos := ""
+	if after {
+		pos = " AND (priority, run_at, id) > (CAST(? AS INTEGER), CAST(? AS BIGINT), CAST(? AS TEXT))"
+	}
+	return "SELECT " + JobCols("") + " FROM {s}jobs" + idx + ` WHERE queue = ? AND state IN ('queued', 'sleeping') AND seq_gate = 0 AND key_gate = 0
+		AND run_at <= ? AND (deadline_at IS NULL OR deadline_at > ?)` + pos + " ORDER BY priority, run_at, id LIMIT ?" + e.d.SkipLocked()
+}
+
+// ClaimFlow is the claim when flow control is on, inside the write
+// transaction q, at now: it cancels the due jobs past a deadline, opens
+// the gates of sequences and keys that transitions marked, then walks
+// the ungated due jobs in claim order and hands out those that no limit,
+// start rate or sequence holds back. A job held back by a saturated key
+// or by its sequence is gated, so that no later claim walks it until a
+// slot frees or its sequence moves.
+func (e *Engine) ClaimFlow(ctx context.Context, q Querier, req core.ClaimRequest, now int64) ([]core.Job, error) {
+	if err := e.flowLock(ctx, q); err != nil {
+		return nil, err
+	}
+	fc := &flowClaim{e: e, q: q, now: now, sec: floorDiv(now, 1_000_000), cfgs: map[string]*flowCfg{},
+		counts: map[countKey]int64{}, starts: map[countKey]int64{}}
+	if err := fc.expire(ctx, req.Queue); err != nil {
+		return nil, err
+	}
+	if err := fc.openSequences(ctx, req.Queue); err != nil {
+		return nil, err
+	}
+	if err := fc.openKeys(ctx); err != nil {
+		return nil, err
+	}
+	var paused, qmax int64
+	if err := e.scanAll(ctx, q, "SELECT paused, max_running FROM {s}queue_configs WHERE queue = ?", []any{req.Queue},
+		func(rows Rows) error { return rows.Scan(&paused, &qmax) }); err != nil {
+		return nil, err
+	}
+	if paused != 0 {
+		return nil, nil
+	}
+	qkey := countKey{"q", req.Queue, ""}
+	if qmax > 0 {
+		if err := fc.loadCounts(ctx, []countKey{qkey}); err != nil {
+			return nil, err
+		}
+		if fc.counts[qkey] >= qmax {
+			return nil, nil
+		}
+	}
+	var chosen []core.Job
+	var gateKey, gateSeq []string
+	seqTaken := map[[2]string]bool{}
+	page := max(2*req.Limit, 100)
+	var last *core.Job
+	for {
+		var picked []core.Job
+		var err error
+		if last == nil {
+			picked, err = collectJobs(q.Query(ctx, e.render(e.claimFlowPickSQL(false)), req.Queue, now, now, page))
+		} else {
+			picked, err = collectJobs(q.Query(ctx, e.render(e.claimFlowPickSQL(true)), req.Queue, now, now,
+				last.Priority, toUS(last.RunAt), last.ID, page))
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := fc.load(ctx, picked); err != nil {
+			return nil, err
+		}
+		stop := false
+		for i := range picked {
+			j := picked[i]
+			if qmax > 0 && fc.counts[qkey] >= qmax {
+				stop = true
+				break
+			}
+			c := fc.cfgs[j.Task]
+			tk, kk := countKey{"t", j.Task, ""}, countKey{"k", j.Task, j.LimitKey}
+			if c.maxRunning > 0 && fc.counts[tk] >= c.maxRunning {
+				continue
+			}
+			if j.LimitKey != "" && c.perKey > 0 && fc.counts[kk] >= c.perKey {
+				gateKey = append(gateKey, j.ID)
+				continue
+			}
+			if c.rate > 0 && fc.starts[tk] >= c.rate {
+				continue
+			}
+			if j.LimitKey != "" && c.rateKey > 0 && fc.starts[kk] >= c.rateKey {
+				continue
+			}
+			if j.SequenceKey != "" {
+				sk := [2]string{j.Queue, j.SequenceKey}
+				if seqTaken[sk] {
+					continue
+				}
+				ok, err := fc.sequenceHead(ctx, j)
+				if err != nil {
+					return nil, err
+				}
+				if !ok {
+					gateSeq = append(gateSeq, j.ID)
+					continue
+				}
+				seqTaken[sk] = true
+			}
+			chosen = append(chosen, j)
+			if c.maxRunning > 0 {
+				fc.counts[tk]++
+			}
+			if j.LimitKey != "" && c.perKey > 0 {
+				fc.counts[kk]++
+			}
+			if qmax > 0 {
+				fc.counts[qkey]++
+			}
+			if c.rate > 0 {
+				fc.starts[tk]++
+			}
+			if j.LimitKey != "" && c.rateKey > 0 {
+				fc.starts[kk]++
+			}
+			if len(chosen) == req.Limit {
+				stop = true
+				break
+			}
+		}
+		if stop || len(picked) < page {
+			break
+		}
+		last = &picked[len(picked)-1]
+	}
+	if err := fc.gate(ctx, "key_gate", gateKey); err != nil {
+		return nil, err
+	}
+	if err := fc.gate(ctx, "seq_gate", gateSeq); err != nil {
+		return nil, err
+	}
+	if len(chosen) == 0 {
+		return nil, nil
+	}
+	if err := fc.count(ctx, chosen, qmax > 0); err != nil {
+		return nil, err
+	}
+	return e.markClaimed(ctx, q, req, now, chosen)
+}
+
+// markClaimed marks picked jobs running under new leases, as ClaimSQL
+// does, and returns them as stored.
+func (e *Engine) markClaimed(ctx context.Context, q Querier, req core.ClaimRequest, now int64, jobs []core.Job) ([]core.Job, error) {
+	pairs := make([][2]string, len(jobs))
+	expires := now + ceilUS(req.LeaseTTL)
+	for i := range jobs {
+		j := &jobs[i]
+		if j.State != core.StateSleeping {
+			j.Attempt++
+		}
+		j.State = core.StateRunning
+		j.Lease = core.Lease{JobID: j.ID, WorkerID: req.WorkerID, Token: j.Lease.Token + 1, ExpiresAt: fromUS(expires)}
+		pairs[i] = [2]string{j.ID, core.RunID(j.ID, j.Lease.Token)}
+		if j.FirstStartedAt.IsZero() {
+			j.FirstStartedAt = fromUS(now)
+		}
+	}
+	sql := claimUpdateSQL
+	if _, ok := e.d.(Postgres); ok {
+		sql = strings.Replace(sql, "json_each(?)", "json_array_elements(CAST(? AS json))", 1)
+		sql = strings.Replace(sql, "worker_id = ?, lease_expires_at = ?", "worker_id = CAST(? AS TEXT), lease_expires_at = CAST(? AS BIGINT)", 1)
+		sql = strings.Replace(sql, "first_started_at = CASE WHEN first_started_at = 0 THEN ? ELSE", "first_started_at = CASE WHEN first_started_at = 0 THEN CAST(? AS BIGINT) ELSE", 1)
+		sql = strings.Replace(sql, "THEN ? + (max_duration", "THEN CAST(? AS BIGINT) + (max_duration", 1)
+		sql = strings.Replace(sql, "started_at = ?, run_id", "started_at = CAST(? AS BIGINT), run_id", 1)
+	}
+	n, err := q.Exec(ctx, e.render(sql), req.WorkerID, expires, now, now, now, jsonPairs(pairs))
+	if err != nil {
+		return nil, err
+	}
+	if n != int64(len(jobs)) {
+		return nil, fmt.Errorf("claim updated %d of %d picked jobs", n, len(jobs))
+	}
+	return jobs, nil
+}
+
+// expire cancels the due jobs of queue past a cancellation deadline
+// (gated or not) and marks their sequences.
+func (fc *flowClaim) expire(ctx context.Context, queue string) error {
+	e := fc.e
+	var refs []flowRef
+	err := e.scanAll(ctx, fc.q, `UPDATE {s}jobs SET state = 'cancelled', finished_at = ?,
+		last_error = CASE WHEN first_started_at = 0 THEN '`+ReasonMaxDelay+`' ELSE '`+ReasonMaxDuration+`' END
+		WHERE id IN (SELECT id FROM {s}jobs WHERE queue = ? AND state IN ('queued', 'sleeping') AND run_at <= ?
+			AND deadline_at IS NOT NULL AND deadline_at <= ?
+			AND NOT EXISTS (SELECT 1 FROM {s}queue_configs WHERE queue = ? AND paused <> 0)`+e.d.SkipLocked()+`)
+		RETURNING task, queue, coalesce(sequence_key, '')`, []any{fc.now, queue, fc.now, fc.now, queue}, func(rows Rows) error {
+		var r flowRef
+		if err := rows.Scan(&r.task, &r.queue, &r.seqKey); err != nil {
+			return err
+		}
+		refs = append(refs, r)
+		return nil
+	})
+	if err != nil || len(refs) == 0 {
+		return err
+	}
+	return e.flowAfter(ctx, fc.q, refs)
+}
+
+// openSequences opens the gate of the head of every marked sequence of
+// queue: the job with the smallest id that is queued, running, sleeping
+// or failed and holding, when it is queued or sleeping.
+func (fc *flowClaim) openSequences(ctx context.Context, queue string) error {
+	e := fc.e
+	var seqs []string
+	if err := e.scanAll(ctx, fc.q, "UPDATE {s}flow_seqs SET ready = 0 WHERE queue = ? AND ready <> 0 RETURNING seq", []any{queue},
+		func(rows Rows) error {
+			var s string
+			err := rows.Scan(&s)
+			seqs = append(seqs, s)
+			return err
+		}); err != nil {
+		return err
+	}
+	for _, s := range seqs {
+		if _, err := fc.q.Exec(ctx, e.render(`UPDATE {s}jobs SET seq_gate = 0 WHERE id = (SELECT id FROM {s}jobs
+			WHERE queue = ? AND sequence_key = ? AND (state IN ('queued', 'running', 'sleeping') OR seq_hold <> 0) ORDER BY id LIMIT 1)
+			AND state IN ('queued', 'sleeping') AND seq_gate <> 0`), queue, s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// openKeys opens, for every limit key whose slot freed since, the gates
+// of as many of its held-back jobs (in claim order) as it has free slots.
+func (fc *flowClaim) openKeys(ctx context.Context) error {
+	e := fc.e
+	type freed struct {
+		task, key string
+		n         int64
+	}
+	var keys []freed
+	if err := e.scanAll(ctx, fc.q, "UPDATE {s}flow_counts SET ready = 0 WHERE scope = 'k' AND ready <> 0 RETURNING name, lkey, n", nil,
+		func(rows Rows) error {
+			var f freed
+			err := rows.Scan(&f.task, &f.key, &f.n)
+			keys = append(keys, f)
+			return err
+		}); err != nil {
+		return err
+	}
+	for _, f := range keys {
+		if err := fc.loadCfgs(ctx, []string{f.task}); err != nil {
+			return err
+		}
+		free := int64(1 << 30)
+		if c := fc.cfgs[f.task]; c.perKey > 0 {
+			free = c.perKey - f.n
+		}
+		if free <= 0 {
+			continue
+		}
+		if _, err := fc.q.Exec(ctx, e.render(`UPDATE {s}jobs SET key_gate = 0 WHERE id IN (SELECT id FROM {s}jobs
+			WHERE task = ? AND limit_key = ? AND key_gate <> 0 ORDER BY priority, run_at, id LIMIT ?)`), f.task, f.key, free); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sequenceHead reports whether j may start now in its sequence: no job
+// of the sequence with a smaller id is queued, running, sleeping or
+// holding, and no other job of it is running or sleeping.
+func (fc *flowClaim) sequenceHead(ctx context.Context, j core.Job) (bool, error) {
+	var before, busy int64
+	err := fc.e.scanAll(ctx, fc.q, `SELECT
+		(SELECT count(*) FROM (SELECT 1 FROM {s}jobs WHERE queue = ? AND sequence_key = ?
+			AND (state IN ('queued', 'running', 'sleeping') OR seq_hold <> 0) AND id < ? LIMIT 1) AS b),
+		(SELECT count(*) FROM (SELECT 1 FROM {s}jobs WHERE queue = ? AND sequence_key = ?
+			AND state IN ('running', 'sleeping') AND id <> ? LIMIT 1) AS r)`,
+		[]any{j.Queue, j.SequenceKey, j.ID, j.Queue, j.SequenceKey, j.ID}, func(rows Rows) error { return rows.Scan(&before, &busy) })
+	return before == 0 && busy == 0, err
+}
+
+// load reads the configs, counts and start windows the jobs need.
+func (fc *flowClaim) load(ctx context.Context, jobs []core.Job) error {
+	var tasks []string
+	seen := map[string]bool{}
+	for _, j := range jobs {
+		if _, ok := fc.cfgs[j.Task]; !ok && !seen[j.Task] {
+			seen[j.Task] = true
+			tasks = append(tasks, j.Task)
+		}
+	}
+	if err := fc.loadCfgs(ctx, tasks); err != nil {
+		return err
+	}
+	var counts, starts []countKey
+	want := map[countKey]bool{}
+	wantStart := map[countKey]bool{}
+	for _, j := range jobs {
+		c := fc.cfgs[j.Task]
+		add := func(k countKey, list *[]countKey, loaded map[countKey]int64, w map[countKey]bool) {
+			if _, ok := loaded[k]; !ok && !w[k] {
+				w[k] = true
+				*list = append(*list, k)
+			}
+		}
+		if c.maxRunning > 0 {
+			add(countKey{"t", j.Task, ""}, &counts, fc.counts, want)
+		}
+		if c.perKey > 0 && j.LimitKey != "" {
+			add(countKey{"k", j.Task, j.LimitKey}, &counts, fc.counts, want)
+		}
+		if c.rate > 0 {
+			add(countKey{"t", j.Task, ""}, &starts, fc.starts, wantStart)
+		}
+		if c.rateKey > 0 && j.LimitKey != "" {
+			add(countKey{"k", j.Task, j.LimitKey}, &starts, fc.starts, wantStart)
+		}
+	}
+	if err := fc.loadCounts(ctx, counts); err != nil {
+		return err
+	}
+	return fc.loadStarts(ctx, starts)
+}
+
+// loadCfgs reads the flow limits of tasks not read yet.
+func (fc *flowClaim) loadCfgs(ctx context.Context, tasks []string) error {
+	var need []string
+	for _, t := range tasks {
+		if _, ok := fc.cfgs[t]; !ok {
+			fc.cfgs[t] = &flowCfg{}
+			need = append(need, t)
+		}
+	}
+	if len(need) == 0 {
+		return nil
+	}
+	cond, arg := fc.e.inStrings("task", need)
+	return fc.e.scanAll(ctx, fc.q, `SELECT task, max_running, max_running_per_key, max_starts_per_second, max_starts_per_second_per_key
+		FROM {s}task_configs WHERE `+cond, []any{arg}, func(rows Rows) error {
+		var t string
+		var c flowCfg
+		if err := rows.Scan(&t, &c.maxRunning, &c.perKey, &c.rate, &c.rateKey); err != nil {
+			return err
+		}
+		*fc.cfgs[t] = c
+		return nil
+	})
+}
+
+// loadCounts reads the running counts keys (0 when a row is missing).
+func (fc *flowClaim) loadCounts(ctx context.Context, keys []countKey) error {
+	for start := 0; start < len(keys); start += 200 {
+		part := keys[start:min(start+200, len(keys))]
+		conds := make([]string, len(part))
+		args := make([]any, 0, 3*len(part))
+		for i, k := range part {
+			fc.counts[k] = 0
+			conds[i] = "(scope = ? AND name = ? AND lkey = ?)"
+			args = append(args, k.scope, k.name, k.key)
+		}
+		if err := fc.e.scanAll(ctx, fc.q, "SELECT scope, name, lkey, n FROM {s}flow_counts WHERE "+strings.Join(conds, " OR "), args,
+			func(rows Rows) error {
+				var k countKey
+				var n int64
+				if err := rows.Scan(&k.scope, &k.name, &k.key, &n); err != nil {
+					return err
+				}
+				fc.counts[k] = n
+				return nil
+			}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loadStarts reads the claims of the current second of keys (task rows
+// have an empty key).
+func (fc *flowClaim) loadStarts(ctx context.Context, keys []countKey) error {
+	for start := 0; start < len(keys); start += 200 {
+		part := keys[start:min(start+200, len(keys))]
+		conds := make([]string, len(part))
+		args := []any{fc.sec}
+		for i, k := range part {
+			fc.starts[k] = 0
+			conds[i] = "(task = ? AND lkey = ?)"
+			args = append(args, k.name, k.key)
+		}
+		if err := fc.e.scanAll(ctx, fc.q, "SELECT task, lkey, n FROM {s}flow_starts WHERE sec = ? AND ("+strings.Join(conds, " OR ")+")", args,
+			func(rows Rows) error {
+				var k countKey
+				var n int64
+				if err := rows.Scan(&k.name, &k.key, &n); err != nil {
+					return err
+				}
+				k.scope = "t"
+				if k.key != "" {
+					k.scope = "k"
+				}
+				fc.starts[k] = n
+				return nil
+			}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// gate closes the gate col of the jobs ids.
+func (fc *flowClaim) gate(ctx context.Context, col string, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	cond, arg := fc.e.inStrings("id", ids)
+	_, err := fc.q.Exec(ctx, fc.e.render("UPDATE {s}jobs SET "+col+" = 1 WHERE "+cond), arg)
+	return err
+}
+
+// count adds the claimed jobs to the running counts and start windows of
+// what their configs limit.
+func (fc *flowClaim) count(ctx context.Context, jobs []core.Job, queueLimited bool) error {
+	inc := map[countKey]int64{}
+	starts := map[countKey]int64{}
+	for _, j := range jobs {
+		c := fc.cfgs[j.Task]
+		if c.maxRunning > 0 {
+			inc[countKey{"t", j.Task, ""}]++
+		}
+		if c.perKey > 0 && j.LimitKey != "" {
+			inc[countKey{"k", j.Task, j.LimitKey}]++
+		}
+		if queueLimited {
+			inc[countKey{"q", j.Queue, ""}]++
+		}
+		if c.rate > 0 {
+			starts[countKey{"t", j.Task, ""}]++
+		}
+		if c.rateKey > 0 && j.LimitKey != "" {
+			starts[countKey{"k", j.Task, j.LimitKey}]++
+		}
+	}
+	for k, n := range inc {
+		if _, err := fc.q.Exec(ctx, fc.e.render(`INSERT INTO {s}flow_counts (scope, name, lkey, n) VALUES (?, ?, ?, ?)
+			ON CONFLICT (scope, name, lkey) DO UPDATE SET n = {s}flow_counts.n + excluded.n`), k.scope, k.name, k.key, n); err != nil {
+			return err
+		}
+	}
+	if len(starts) > 0 {
+		if _, err := fc.q.Exec(ctx, fc.e.render("DELETE FROM {s}flow_starts WHERE sec < ?"), fc.sec); err != nil {
+			return err
+		}
+	}
+	for k, n := range starts {
+		if _, err := fc.q.Exec(ctx, fc.e.render(`INSERT INTO {s}flow_starts (task, lkey, sec, n) VALUES (?, ?, ?, ?)
+			ON CONFLICT (task, lkey, sec) DO UPDATE SET n = {s}flow_starts.n + excluded.n`), k.name, k.key, fc.sec, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// floorDiv divides rounding toward negative infinity.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b != 0 && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
+}
