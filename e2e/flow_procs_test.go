@@ -331,9 +331,21 @@ func TestFlowSequenceSurvivesKill(t *testing.T) {
 				}
 			})
 			child := startFlowChild(t, f, "sequence", locator, records, "flow-seq-child")
+			// The kill comes once the store has every completion the
+			// records show (a completion in flight would be rescued and
+			// run again, which is a lost lease, not this scenario's point).
 			waitUntil(t, "k1 job 2 to start and k2 to finish in the child", func() bool {
 				tr := sequenceTrace(asFlowRecords(readRecords(t, records)))
-				return tr["k2"] == wantTrace(perKey) && tr["k1"] == wantTrace(2)+" s2"
+				if tr["k2"] != wantTrace(perKey) || tr["k1"] != wantTrace(2)+" s2" {
+					return false
+				}
+				done := append(append([]string(nil), ids["k2"]...), ids["k1"][:2]...)
+				for _, id := range done {
+					if j, err := b.GetJob(ctx, id); err != nil || j.State != core.StateSucceeded {
+						return false
+					}
+				}
+				return true
 			})
 			if err := child.Process.Kill(); err != nil { // SIGKILL
 				t.Fatal(err)
