@@ -142,13 +142,27 @@ func Run(ctx context.Context, st Store, cfg Config, progressTo, logTo io.Writer)
 			}
 			return nil
 		}
+		// batch-limit runs beside batch-noop, before it in every other
+		// run, so that neither drain always has the warmer process.
+		limitFirst := cfg.has(ScenarioBatchLimit) && run%2 == 1
+		limit := func() error {
+			if !cfg.has(ScenarioBatchLimit) {
+				return nil
+			}
+			return record(named("batch-limit")(e.runBatch(ctx, "batch-limit", taskLimit, cfg.Concurrency)))
+		}
+		if limitFirst {
+			if err := limit(); err != nil {
+				return rep, err
+			}
+		}
 		if noop {
 			if err := batch("batch-noop", taskNoop); err != nil {
 				return rep, err
 			}
 		}
-		if cfg.has(ScenarioBatchLimit) {
-			if err := record(named("batch-limit")(e.runBatch(ctx, "batch-limit", taskLimit, cfg.Concurrency))); err != nil {
+		if !limitFirst {
+			if err := limit(); err != nil {
 				return rep, err
 			}
 		}
