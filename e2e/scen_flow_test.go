@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -102,6 +103,41 @@ func wantTrace(n int) string {
 		s += fmt.Sprintf("s%d e%d", i, i)
 	}
 	return s
+}
+
+// errorLog is a slog handler that keeps the errors a worker logs.
+type errorLog struct {
+	mu  sync.Mutex
+	n   int
+	msg string
+}
+
+func (h *errorLog) Enabled(_ context.Context, l slog.Level) bool { return l >= slog.LevelError }
+
+func (h *errorLog) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.n++
+	if h.msg == "" {
+		h.msg = r.Message
+		r.Attrs(func(a slog.Attr) bool { h.msg += " " + a.String(); return true })
+	}
+	return nil
+}
+
+func (h *errorLog) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h *errorLog) WithGroup(string) slog.Handler      { return h }
+
+func (h *errorLog) count() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.n
+}
+
+func (h *errorLog) first() string {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.msg
 }
 
 var flowScenarios = []scenario{
@@ -215,6 +251,61 @@ var flowScenarios = []scenario{
 		for _, k := range []string{"k1", "k2", "k3"} {
 			if tr[k] != wantTrace(perKey) {
 				e.Fatalf("sequence %s ran %q, want %q", k, tr[k], wantTrace(perKey))
+			}
+		}
+	}},
+	{"flow_limit_drain_many_keys", func(e *env) {
+		// A drain under a per-key limit that no key reaches, over 100
+		// keys, with many slots: every claim and completion updates the
+		// store's running counts concurrently. Each job runs exactly once
+		// and nothing is left for a rescue (a completion the store failed
+		// would leave its job running until its lease expired).
+		requireFlow(e, e.factory.Name, e.b)
+		e.must(e.client.SetFlowLimits(e.ctx, flowTask.Name(), boson.FlowLimits{MaxRunningPerKey: 1000}))
+		const jobs, keys = 2000, 100
+		var (
+			mu   sync.Mutex
+			runs = map[flowJob]int{}
+		)
+		errs := &errorLog{}
+		w := e.worker(func(o *boson.WorkerOptions) { o.Concurrency = 100; o.Logger = slog.New(errs) })
+		e.must(boson.Register(w, flowTask, func(ctx context.Context, j flowJob) (struct{}, error) {
+			mu.Lock()
+			runs[j]++
+			mu.Unlock()
+			return struct{}{}, nil
+		}))
+		var reqs []boson.Request
+		for i := range jobs {
+			k := fmt.Sprintf("key-%03d", i%keys)
+			reqs = append(reqs, flowTask.Request(flowJob{Key: k, N: i}, boson.WithLimitKey(k)))
+		}
+		_, err := e.client.SpawnRequests(e.ctx, reqs...)
+		e.must(err)
+		e.start(w)
+		deadline := time.Now().Add(50 * time.Second)
+		for {
+			n, err := e.b.CountJobs(e.ctx, core.JobFilter{})
+			e.must(err)
+			if n[core.StateSucceeded] == jobs {
+				break
+			}
+			if time.Now().After(deadline) {
+				e.Fatalf("not drained: %v; the worker logged %d errors, the first: %s", n, errs.count(), errs.first())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if c := errs.count(); c > 0 {
+			e.Fatalf("the worker logged %d errors, the first: %s", c, errs.first())
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if len(runs) != jobs {
+			e.Fatalf("%d distinct jobs ran, want %d", len(runs), jobs)
+		}
+		for j, n := range runs {
+			if n != 1 {
+				e.Fatalf("job %+v ran %d times", j, n)
 			}
 		}
 	}},
