@@ -178,7 +178,8 @@ var flowScenarios = []scenario{
 		e.must(err)
 		// Terminal: the key is free, and a new job takes it, even with
 		// another input.
-		h2, err := boson.Spawn(e.ctx, e.client, flowTask, flowJob{Key: "acme", N: 1}, opts...)
+		// (Delayed, so that it stays active while the lookups run.)
+		h2, err := boson.Spawn(e.ctx, e.client, flowTask, flowJob{Key: "acme", N: 1}, append(opts, boson.WithDelay(time.Hour))...)
 		e.must(err)
 		if h2.Reused() || h2.ID() == h1.ID() {
 			e.Fatalf("key not freed on completion: reused=%v", h2.Reused())
@@ -188,9 +189,11 @@ var flowScenarios = []scenario{
 			if err != nil || j.ID != h2.ID() {
 				e.Fatalf("FindByIdempotencyKey = %s %v, want the holder %s", j.ID, err, h2.ID())
 			}
+			e.must(h2.Cancel(e.ctx, "not needed"))
+			if j, err := js.FindByIdempotencyKey(e.ctx, core.DefaultQueue, "report-acme"); !errors.Is(err, core.ErrNotFound) {
+				e.Fatalf("FindByIdempotencyKey after the holder ended = %s %v, want core.ErrNotFound", j.ID, err)
+			}
 		}
-		_, err = h2.Wait(e.ctx)
-		e.must(err)
 
 		// Uniqueness by args, while active: the key is the args.
 		argOpts := []boson.SpawnOption{boson.WithUniqueArgs(), boson.WithUnique(core.UniqueWhileActive), boson.WithDelay(time.Hour)}
