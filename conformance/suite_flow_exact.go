@@ -269,7 +269,9 @@ func exactKeyLimit(e *env) {
 			reqs = append(reqs, req("q", "t")) // unkeyed: exempt
 			continue
 		}
-		reqs = append(reqs, lreq("q", "t", fmt.Sprintf("k%d", i%keys)))
+		// Runs of ten jobs of one key in claim order: a claim meets
+		// more of a key than its limit and must pass them over.
+		reqs = append(reqs, lreq("q", "t", fmt.Sprintf("k%d", i/10%keys)))
 	}
 	for i := 0; i < len(reqs); i += 500 {
 		e.enqueue(reqs[i:min(i+500, len(reqs))]...)
@@ -378,6 +380,17 @@ func (s *startWindows) claimed(group string) func(j core.Job) error {
 	}
 }
 
+// report logs the busiest window.
+func (s *startWindows) report() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	busiest := 0
+	for _, n := range s.n {
+		busiest = max(busiest, n)
+	}
+	s.e.t.Logf("%d windows of starts, at most %d in one (the limit is %d)", len(s.n), busiest, s.bound)
+}
+
 // idle moves the suite clock by 50 ms, so that new windows open.
 func (s *startWindows) idle() { s.e.advance(50 * time.Millisecond) }
 
@@ -392,6 +405,7 @@ func exactTaskRate(e *env) {
 		claimed:  w.claimed("task"),
 		idle:     w.idle,
 	}, exactJobs)
+	w.report()
 	if len(w.n) < exactJobs/rate {
 		e.t.Fatalf("%d jobs started in %d windows; at most %d a window needs at least %d", exactJobs, len(w.n), rate, exactJobs/rate)
 	}
@@ -416,4 +430,5 @@ func exactKeyRate(e *env) {
 		idle:     w.idle,
 		sample:   func() error { return e.keysAtMost("t", 3) },
 	}, exactJobs)
+	w.report()
 }

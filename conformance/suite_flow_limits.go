@@ -43,14 +43,14 @@ func limitTask(e *env) {
 	e.putTaskConfig(core.TaskConfig{Task: "t", MaxRunning: 2})
 	q := e.enqueue(named(req("q", "t"), "t1"), named(req("q", "t"), "t2"), named(req("q", "t"), "t3"))
 	q2 := e.enqueue(named(req("q2", "t"), "q2-t1"), named(req("q2", "t"), "q2-t2"))
-	e.claimExactly("q", 10, "two of t under MaxRunning 2", q[0], q[1])
+	c := e.claimExactly("q", 10, "two of t under MaxRunning 2", q[0], q[1])
 	e.claimNone("q2", "the task's limit spans queues and t runs twice in q")
 	requireEq(e.t, e.running(core.JobFilter{Task: "t"}), 2, "running jobs of t")
 
 	u := e.enqueue(named(req("q2", "u"), "u1"), named(req("q2", "u"), "u2"))
 	e.claimExactly("q2", 10, "another task is not limited by t's config", u...)
 
-	e.complete(q[0].Lease, nil)
+	e.complete(c[0].Lease, nil)
 	e.claimExactly("q2", 10, "one slot freed by a completion, first in q2's order", q2[0])
 	e.claimNone("q", "t is at its limit again")
 	e.claimNone("q2", "t is at its limit again")
@@ -64,12 +64,12 @@ func limitTaskPassOver(e *env) {
 	u1 := e.enqueueOne(named(req("q", "u"), "u1"))
 	t3 := e.enqueueOne(named(req("q", "t"), "t3"))
 	u2 := e.enqueueOne(named(req("q", "u"), "u2"))
-	e.claimExactly("q", 1, "the first job in claim order", t1)
+	c1 := e.claimExactly("q", 1, "the first job in claim order", t1)
 	// t2 and t3 come before and between u1 and u2 in claim order, but t is
 	// saturated: the claim passes them over instead of stopping.
 	e.claimExactly("q", 1, "the next eligible job after the held-back t2", u1)
 	e.claimExactly("q", 10, "the rest without t", u2)
-	e.complete(t1.Lease, nil)
+	e.complete(c1[0].Lease, nil)
 	e.claimExactly("q", 10, "t's next job in claim order once a slot frees", t2)
 	e.requireState(t3.ID, core.StateQueued)
 }

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,10 +16,12 @@ import (
 	"github.com/boson-go/boson/core"
 )
 
-// TestMigrateOnlineWithWorkers builds the schema of migration 4, fills it,
-// and applies the later migrations while two workers claim and complete
-// and a producer enqueues: no call fails, every job succeeds exactly once,
-// and enqueues notify in the new form afterwards.
+// TestMigrateOnlineWithWorkers builds the schema of migration 5, fills it
+// as the release before flow control does (its boson_enqueue), and
+// applies migration 6 while two workers of that release (its claim and
+// completion statements, prev_release_test.go) claim and complete and a
+// producer of that release enqueues: no call fails, every job succeeds
+// exactly once, and this release enqueues and notifies afterwards.
 func TestMigrateOnlineWithWorkers(t *testing.T) {
 	const before, during = 20_000, 5_000
 	ctx := context.Background()
@@ -34,60 +37,91 @@ func TestMigrateOnlineWithWorkers(t *testing.T) {
 		return b
 	}
 	old := open()
-	if err := postgres.MigrateTo(ctx, old, 4); err != nil {
+	if err := postgres.MigrateTo(ctx, old, 5); err != nil {
 		t.Fatal(err)
 	}
-	reqs := func(n int) []core.EnqueueRequest {
-		out := make([]core.EnqueueRequest, n)
-		for i := range out {
-			out[i] = core.EnqueueRequest{Queue: "q", Task: "t"}
+	render := func(sql string) string {
+		sql = strings.ReplaceAll(sql, "{s}", `"`+schema+`".`)
+		var b strings.Builder
+		n := 0
+		for _, r := range sql {
+			if r == '?' {
+				n++
+				fmt.Fprintf(&b, "$%d", n)
+				continue
+			}
+			b.WriteRune(r)
 		}
-		return out
+		return b.String()
+	}
+	channel := "boson_" + schema
+	enqueueSQL := fmt.Sprintf(`SELECT count(*) FROM %q.boson_enqueue(NULL, $1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[],
+		$6::int4[], $7::int4[], $8::text[], $9::int8[], $10::int8[], $11::text[], $12::text[], $13::text[], $14::int8[], $15)`, schema)
+	enqueue := func(n int) error {
+		ids, queues, tasks, heads, retries, fps, actors := make([]string, n), make([]string, n), make([]string, n),
+			make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+		payloads, keys := make([][]byte, n), make([]*string, n)
+		prio, att := make([]int32, n), make([]int32, n)
+		zero := make([]int64, n)
+		for i := range ids {
+			ids[i], queues[i], tasks[i], att[i] = core.NewID(time.Now()), "q", "t", 3
+		}
+		_, err := pool.Exec(ctx, enqueueSQL, ids, queues, tasks, payloads, heads, prio, att, retries, zero, zero, keys, fps, actors, zero, channel)
+		return err
 	}
 	for range before / 1000 {
-		if _, err := old.Enqueue(ctx, reqs(1000)); err != nil {
+		if err := enqueue(1000); err != nil {
 			t.Fatal(err)
 		}
 	}
+	claimSQL, completeSQL := render(prevClaimSQL), render(prevCompleteSQL)
 
 	var completed atomic.Int64
 	var produced atomic.Bool
 	errs := make(chan error, 8)
 	var wg sync.WaitGroup
 	for w := range 2 {
-		b := open()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
-				jobs, err := b.Claim(ctx, core.ClaimRequest{Queue: "q", WorkerID: "w" + string(rune('0'+w)), Limit: 100, LeaseTTL: time.Minute})
+				rows, err := pool.Query(ctx, claimSQL, nil, "q", "q", "q", "q", 100, fmt.Sprintf("w%d", w), int64(time.Minute/time.Microsecond))
 				if err != nil {
 					errs <- err
 					return
 				}
-				if len(jobs) == 0 {
+				var ids []string
+				var tokens []int64
+				for rows.Next() {
+					var id string
+					var token int64
+					if err := rows.Scan(&id, &token); err != nil {
+						errs <- err
+						return
+					}
+					ids, tokens = append(ids, id), append(tokens, token)
+				}
+				if err := rows.Err(); err != nil {
+					errs <- err
+					return
+				}
+				if len(ids) == 0 {
 					if produced.Load() {
 						return
 					}
 					time.Sleep(5 * time.Millisecond)
 					continue
 				}
-				items := make([]core.Completion, len(jobs))
-				for i, j := range jobs {
-					items[i] = core.Completion{Lease: j.Lease}
-				}
-				per, err := b.Complete(ctx, items)
+				tag, err := pool.Exec(ctx, completeSQL, nil, ids, tokens, make([][]byte, len(ids)), channel)
 				if err != nil {
 					errs <- err
 					return
 				}
-				for _, err := range per {
-					if err != nil {
-						errs <- err
-						return
-					}
-					completed.Add(1)
+				if tag.RowsAffected() != int64(len(ids)) {
+					errs <- fmt.Errorf("completed %d of %d", tag.RowsAffected(), len(ids))
+					return
 				}
+				completed.Add(int64(len(ids)))
 			}
 		}()
 	}
@@ -96,7 +130,7 @@ func TestMigrateOnlineWithWorkers(t *testing.T) {
 		defer wg.Done()
 		defer produced.Store(true)
 		for range during / 100 {
-			if _, err := old.Enqueue(ctx, reqs(100)); err != nil {
+			if err := enqueue(100); err != nil {
 				errs <- err
 				return
 			}
@@ -128,7 +162,7 @@ func TestMigrateOnlineWithWorkers(t *testing.T) {
 	if jobs != before+during || succeeded != jobs || runs != jobs || completed.Load() != int64(jobs) {
 		t.Fatalf("%d jobs, %d succeeded, %d succeeded runs, %d completions; want %d of each", jobs, succeeded, runs, completed.Load(), before+during)
 	}
-	if version < 5 {
+	if version < 6 {
 		t.Fatalf("schema at version %d after Migrate", version)
 	}
 

@@ -49,6 +49,11 @@ var pgMutants = []mutants.Mutant{{
 		Replace: "\tif !inTx && len(jobs) > 1 {\n\t\tif _, _, err := (Postgres{}).EnqueueJobs(ctx, e, q, jobs[:len(jobs)-1], now, false); err != nil {\n\t\t\treturn nil, nil, err\n\t\t}\n" +
 			"\t\treturn (Postgres{}).EnqueueJobs(ctx, e, q, jobs[len(jobs)-1:], now, false)\n\t}\n\tif !inTx {\n\t\trows, err := pq.C.Query(ctx, sql, args...)"}},
 	CaughtBy: []string{"Idempotency/Conflict", "Idempotency/ConflictWithinBatch"},
+}, {
+	Name:     "complete-keeps-running-count",
+	Breaks:   []string{"flow: a completion frees its slot"},
+	Edits:    []mutants.Edit{{File: pgDialect, Find: "SET n = c.n - dec.cnt,", Replace: "SET n = c.n,"}},
+	CaughtBy: []string{"FlowLimits/FreedByComplete", "FlowLimits/TaskMaxRunning"},
 }}
 
 func TestMutantsCoverProperties(t *testing.T) {

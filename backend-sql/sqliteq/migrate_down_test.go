@@ -15,8 +15,8 @@ import (
 
 // TestMigrationStatusAndDown reads a new file (every version pending),
 // migrates and fills it, and reads it again (applied, with times, none
-// reversible); a down to any earlier version is refused, names each
-// version and why, and changes nothing.
+// reversible but version 3); a down below version 2 is refused, names
+// each version and why, and changes nothing.
 func TestMigrationStatusAndDown(t *testing.T) {
 	ctx := context.Background()
 	b, err := sqliteq.Open(ctx, filepath.Join(t.TempDir(), "m.db"), sqliteq.Options{})
@@ -25,7 +25,7 @@ func TestMigrationStatusAndDown(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	st, err := b.MigrationStatus(ctx)
-	if err != nil || len(st) != 2 || st[0].Applied || st[1].Applied {
+	if err != nil || len(st) != 3 || st[0].Applied || st[1].Applied || st[2].Applied {
 		t.Fatalf("before Migrate: %+v, %v", st, err)
 	}
 	start := time.Now().Add(-time.Second)
@@ -38,7 +38,8 @@ func TestMigrationStatusAndDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, s := range st {
-		if s.Version != i+1 || !s.Applied || !s.Known || s.Reversible || s.Irreversible == "" || s.AppliedAt.Before(start) {
+		reversible := s.Version == 3 // flow control: its down drops what it added
+		if s.Version != i+1 || !s.Applied || !s.Known || s.Reversible != reversible || (s.Irreversible == "") != reversible || s.AppliedAt.Before(start) {
 			t.Fatalf("after Migrate: %+v", s)
 		}
 	}
@@ -51,15 +52,78 @@ func TestMigrationStatusAndDown(t *testing.T) {
 			t.Fatalf("down to %d names the wrong versions: %v", to, err)
 		}
 	}
-	if undone, err := b.MigrateDown(ctx, 2); err != nil || len(undone) != 0 {
+	if undone, err := b.MigrateDown(ctx, 3); err != nil || len(undone) != 0 {
 		t.Fatalf("down to the current version: %v, %v", undone, err)
 	}
 	again, err := b.MigrationStatus(ctx)
-	if err != nil || len(again) != 2 || !again[0].Applied || !again[1].Applied {
+	if err != nil || len(again) != 3 || !again[0].Applied || !again[1].Applied || !again[2].Applied {
 		t.Fatalf("after refused downs: %+v, %v", again, err)
 	}
 	counts, err := b.CountJobs(ctx, core.JobFilter{Queue: "q"})
 	if err != nil || counts[core.StateQueued] != 100 {
 		t.Fatalf("jobs after refused downs: %v, %v", counts, err)
+	}
+}
+
+// TestMigrateFlowWithData undoes migration 3 (flow control) on a file
+// with jobs, adds jobs as the previous release writes them, applies 3
+// again and checks the old jobs: claimable, their keys held, no flow
+// fields, and a sequence working beside them.
+func TestMigrateFlowWithData(t *testing.T) {
+	ctx := context.Background()
+	b, err := sqliteq.Open(ctx, filepath.Join(t.TempDir(), "f.db"), sqliteq.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Close() })
+	if err := b.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sqltest.EnqueueAll(t, b, sqltest.Jobs("q", 10))
+	if undone, err := b.MigrateDown(ctx, 2); err != nil || len(undone) != 1 || undone[0] != 3 {
+		t.Fatalf("down to 2: %v, %v", undone, err)
+	}
+	for i := range 10 {
+		now := time.Now().UnixMicro()
+		if _, err := b.DB().ExecContext(ctx, `INSERT INTO jobs (id, queue, task, priority, state, max_attempts, idempotency_key, fingerprint, run_at, created_at)
+			VALUES (?, 'q', 't', 0, 'queued', 3, ?, 'fp', ?, ?)`, core.NewID(time.Now()), "old"+string(rune('a'+i)), now, now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	held, err := b.Enqueue(ctx, []core.EnqueueRequest{{Queue: "q", Task: "t", IdempotencyKey: "olda", Fingerprint: "fp"}})
+	if err != nil || !held[0].Reused {
+		t.Fatalf("enqueue with a key of the old release: %+v %v", held, err)
+	}
+	seq, err := b.Enqueue(ctx, []core.EnqueueRequest{{Queue: "q", Task: "s", SequenceKey: "x"}, {Queue: "q", Task: "s", SequenceKey: "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed := 0
+	for {
+		jobs, err := b.Claim(ctx, core.ClaimRequest{Queue: "q", WorkerID: "w", Limit: 50, LeaseTTL: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(jobs) == 0 {
+			break
+		}
+		for _, j := range jobs {
+			if j.Unique != "" || j.LimitKey != "" || (j.Task == "t" && j.SequenceKey != "") {
+				t.Fatalf("job %s has flow fields after the migration: %+v", j.ID, j)
+			}
+			if j.ID == seq[1].Job.ID && claimed < 21 {
+				t.Fatalf("the second job of the sequence started with the first running")
+			}
+			claimed++
+			if errs, err := b.Complete(ctx, []core.Completion{{Lease: j.Lease}}); err != nil || errs[0] != nil {
+				t.Fatalf("Complete: %v %v", err, errs)
+			}
+		}
+	}
+	if claimed != 22 {
+		t.Fatalf("claimed %d jobs, want 20 old and 2 of the sequence", claimed)
 	}
 }

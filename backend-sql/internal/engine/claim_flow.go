@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/boson-go/boson/core"
@@ -20,6 +21,11 @@ type flowClaim struct {
 	cfgs   map[string]*flowCfg
 	counts map[countKey]int64
 	starts map[countKey]int64
+	// seen holds the marks the claim consumed (flow_seqs.ready of the
+	// queue's sequences, flow_counts.ready of keys), which it takes off
+	// at the end: marks added meanwhile stay for the next claim.
+	seenSeqs map[string]int64
+	seenKeys map[countKey]int64
 }
 
 // claimFlowPickSQL reads due, ungated jobs of a queue in claim order,
@@ -50,11 +56,12 @@ func (e *Engine) ClaimFlow(ctx context.Context, q Querier, req core.ClaimRequest
 		return nil, err
 	}
 	fc := &flowClaim{e: e, q: q, now: now, sec: floorDiv(now, 1_000_000), cfgs: map[string]*flowCfg{},
-		counts: map[countKey]int64{}, starts: map[countKey]int64{}}
-	if err := fc.expire(ctx, req.Queue); err != nil {
+		counts: map[countKey]int64{}, starts: map[countKey]int64{}, seenSeqs: map[string]int64{}, seenKeys: map[countKey]int64{}}
+	expired, err := fc.expire(ctx, req.Queue)
+	if err != nil {
 		return nil, err
 	}
-	if err := fc.openSequences(ctx, req.Queue); err != nil {
+	if err := fc.openSequences(ctx, req.Queue, expired); err != nil {
 		return nil, err
 	}
 	if err := fc.openKeys(ctx); err != nil {
@@ -66,7 +73,7 @@ func (e *Engine) ClaimFlow(ctx context.Context, q Querier, req core.ClaimRequest
 		return nil, err
 	}
 	if paused != 0 {
-		return nil, nil
+		return nil, fc.count(ctx, req.Queue, nil, false)
 	}
 	qkey := countKey{"q", req.Queue, ""}
 	if qmax > 0 {
@@ -74,7 +81,7 @@ func (e *Engine) ClaimFlow(ctx context.Context, q Querier, req core.ClaimRequest
 			return nil, err
 		}
 		if fc.counts[qkey] >= qmax {
-			return nil, nil
+			return nil, fc.count(ctx, req.Queue, nil, false)
 		}
 	}
 	var chosen []core.Job
@@ -166,11 +173,11 @@ func (e *Engine) ClaimFlow(ctx context.Context, q Querier, req core.ClaimRequest
 	if err := fc.gate(ctx, "seq_gate", gateSeq); err != nil {
 		return nil, err
 	}
+	if err := fc.count(ctx, req.Queue, chosen, qmax > 0); err != nil {
+		return nil, err
+	}
 	if len(chosen) == 0 {
 		return nil, nil
-	}
-	if err := fc.count(ctx, chosen, qmax > 0); err != nil {
-		return nil, err
 	}
 	return e.markClaimed(ctx, q, req, now, chosen)
 }
@@ -211,43 +218,51 @@ func (e *Engine) markClaimed(ctx context.Context, q Querier, req core.ClaimReque
 }
 
 // expire cancels the due jobs of queue past a cancellation deadline
-// (gated or not) and marks their sequences.
-func (fc *flowClaim) expire(ctx context.Context, queue string) error {
+// (gated or not) and returns their sequences, which the claim opens
+// next (queued and sleeping jobs hold no slot).
+func (fc *flowClaim) expire(ctx context.Context, queue string) ([]string, error) {
 	e := fc.e
-	var refs []flowRef
+	var seqs []string
 	err := e.scanAll(ctx, fc.q, `UPDATE {s}jobs SET state = 'cancelled', finished_at = ?,
 		last_error = CASE WHEN first_started_at = 0 THEN '`+ReasonMaxDelay+`' ELSE '`+ReasonMaxDuration+`' END
 		WHERE id IN (SELECT id FROM {s}jobs WHERE queue = ? AND state IN ('queued', 'sleeping') AND run_at <= ?
 			AND deadline_at IS NOT NULL AND deadline_at <= ?
 			AND NOT EXISTS (SELECT 1 FROM {s}queue_configs WHERE queue = ? AND paused <> 0)`+e.d.SkipLocked()+`)
-		RETURNING task, queue, coalesce(sequence_key, '')`, []any{fc.now, queue, fc.now, fc.now, queue}, func(rows Rows) error {
-		var r flowRef
-		if err := rows.Scan(&r.task, &r.queue, &r.seqKey); err != nil {
+		RETURNING coalesce(sequence_key, '')`, []any{fc.now, queue, fc.now, fc.now, queue}, func(rows Rows) error {
+		var s string
+		if err := rows.Scan(&s); err != nil {
 			return err
 		}
-		refs = append(refs, r)
+		if s != "" {
+			seqs = append(seqs, s)
+		}
 		return nil
 	})
-	if err != nil || len(refs) == 0 {
-		return err
-	}
-	return e.flowAfter(ctx, fc.q, refs)
+	return seqs, err
 }
 
 // openSequences opens the gate of the head of every marked sequence of
 // queue: the job with the smallest id that is queued, running, sleeping
-// or failed and holding, when it is queued or sleeping.
-func (fc *flowClaim) openSequences(ctx context.Context, queue string) error {
+// or failed and holding, when it is queued or sleeping; and of the
+// sequences of jobs the claim itself cancelled (expired).
+func (fc *flowClaim) openSequences(ctx context.Context, queue string, expired []string) error {
 	e := fc.e
 	var seqs []string
-	if err := e.scanAll(ctx, fc.q, "UPDATE {s}flow_seqs SET ready = 0 WHERE queue = ? AND ready <> 0 RETURNING seq", []any{queue},
+	if err := e.scanAll(ctx, fc.q, "SELECT seq, ready FROM {s}flow_seqs WHERE queue = ? AND ready <> 0", []any{queue},
 		func(rows Rows) error {
 			var s string
-			err := rows.Scan(&s)
+			var n int64
+			err := rows.Scan(&s, &n)
 			seqs = append(seqs, s)
+			fc.seenSeqs[s] = n
 			return err
 		}); err != nil {
 		return err
+	}
+	for _, s := range expired {
+		if _, ok := fc.seenSeqs[s]; !ok {
+			seqs = append(seqs, s)
+		}
 	}
 	for _, s := range seqs {
 		if _, err := fc.q.Exec(ctx, e.render(`UPDATE {s}jobs SET seq_gate = 0 WHERE id = (SELECT id FROM {s}jobs
@@ -268,11 +283,13 @@ func (fc *flowClaim) openKeys(ctx context.Context) error {
 		n         int64
 	}
 	var keys []freed
-	if err := e.scanAll(ctx, fc.q, "UPDATE {s}flow_counts SET ready = 0 WHERE scope = 'k' AND ready <> 0 RETURNING name, lkey, n", nil,
+	if err := e.scanAll(ctx, fc.q, "SELECT name, lkey, n, ready FROM {s}flow_counts WHERE scope = 'k' AND ready <> 0", nil,
 		func(rows Rows) error {
 			var f freed
-			err := rows.Scan(&f.task, &f.key, &f.n)
+			var ready int64
+			err := rows.Scan(&f.task, &f.key, &f.n, &ready)
 			keys = append(keys, f)
+			fc.seenKeys[countKey{"k", f.task, f.key}] = ready
 			return err
 		}); err != nil {
 		return err
@@ -447,9 +464,12 @@ func (fc *flowClaim) gate(ctx context.Context, col string, ids []string) error {
 	return err
 }
 
-// count adds the claimed jobs to the running counts and start windows of
-// what their configs limit.
-func (fc *flowClaim) count(ctx context.Context, jobs []core.Job, queueLimited bool) error {
+// count takes off the marks the claim consumed and adds the claimed jobs
+// to the running counts and start windows of what their configs limit.
+// It writes sequences first, then counts in key order (as flowAfter
+// does), so that no two transactions wait for each other's rows.
+func (fc *flowClaim) count(ctx context.Context, queue string, jobs []core.Job, queueLimited bool) error {
+	e := fc.e
 	inc := map[countKey]int64{}
 	starts := map[countKey]int64{}
 	for _, j := range jobs {
@@ -470,20 +490,51 @@ func (fc *flowClaim) count(ctx context.Context, jobs []core.Job, queueLimited bo
 			starts[countKey{"k", j.Task, j.LimitKey}]++
 		}
 	}
+	if len(fc.seenSeqs) > 0 {
+		seqs := make([]string, 0, len(fc.seenSeqs))
+		for s := range fc.seenSeqs {
+			seqs = append(seqs, s)
+		}
+		sort.Strings(seqs)
+		for _, s := range seqs {
+			if _, err := fc.q.Exec(ctx, e.render("UPDATE {s}flow_seqs SET ready = ready - ? WHERE queue = ? AND seq = ?"),
+				fc.seenSeqs[s], queue, s); err != nil {
+				return err
+			}
+		}
+	}
+	all := map[countKey]int64{}
 	for k, n := range inc {
-		if _, err := fc.q.Exec(ctx, fc.e.render(`INSERT INTO {s}flow_counts (scope, name, lkey, n) VALUES (?, ?, ?, ?)
-			ON CONFLICT (scope, name, lkey) DO UPDATE SET n = {s}flow_counts.n + excluded.n`), k.scope, k.name, k.key, n); err != nil {
+		all[k] = n
+	}
+	for k := range fc.seenKeys {
+		all[k] += 0
+	}
+	for _, k := range sortedKeys(all) {
+		n, used := inc[k], fc.seenKeys[k]
+		var err error
+		if n == 0 {
+			_, err = fc.q.Exec(ctx, e.render("UPDATE {s}flow_counts SET ready = ready - ? WHERE scope = ? AND name = ? AND lkey = ?"),
+				used, k.scope, k.name, k.key)
+		} else {
+			_, err = fc.q.Exec(ctx, e.render(`INSERT INTO {s}flow_counts (scope, name, lkey, n) VALUES (?, ?, ?, ?)
+				ON CONFLICT (scope, name, lkey) DO UPDATE SET n = {s}flow_counts.n + excluded.n, ready = {s}flow_counts.ready - ?`),
+				k.scope, k.name, k.key, n, used)
+		}
+		if err != nil {
 			return err
 		}
 	}
-	if len(starts) > 0 {
-		if _, err := fc.q.Exec(ctx, fc.e.render("DELETE FROM {s}flow_starts WHERE sec < ?"), fc.sec); err != nil {
+	if len(starts) > 0 && fc.sec%10 == 0 {
+		// A claim that read its clock before a later one committed may
+		// still count in an older window: keep a minute of them.
+		if _, err := fc.q.Exec(ctx, e.render("DELETE FROM {s}flow_starts WHERE sec < ?"), fc.sec-60); err != nil {
 			return err
 		}
 	}
-	for k, n := range starts {
-		if _, err := fc.q.Exec(ctx, fc.e.render(`INSERT INTO {s}flow_starts (task, lkey, sec, n) VALUES (?, ?, ?, ?)
-			ON CONFLICT (task, lkey, sec) DO UPDATE SET n = {s}flow_starts.n + excluded.n`), k.name, k.key, fc.sec, n); err != nil {
+	for _, k := range sortedKeys(starts) {
+		if _, err := fc.q.Exec(ctx, e.render(`INSERT INTO {s}flow_starts (task, lkey, sec, n) VALUES (?, ?, ?, ?)
+			ON CONFLICT (task, lkey, sec) DO UPDATE SET n = {s}flow_starts.n + excluded.n`), k.name, k.key, fc.sec, starts[k]); err != nil {
 			return err
 		}
 	}

@@ -115,6 +115,11 @@ func (Postgres) Claim(ctx context.Context, e *Engine, req core.ClaimRequest, now
 	}
 	var jobs []core.Job
 	err := e.st.WriteTx(ctx, func(q Querier) error {
+		// The clock is read under the flow lock, so that the claims of
+		// one window count in the order they read it.
+		if err := e.flowLock(ctx, q); err != nil {
+			return err
+		}
 		t, err := e.now(ctx, q)
 		if err != nil {
 			return err
@@ -148,17 +153,26 @@ done AS (
 	FROM input i WHERE j.id = i.id AND j.state || '' = 'running' AND j.token = i.token
 	RETURNING j.id, j.token, j.queue, j.run_id, j.attempt, j.worker_id, j.started_at, j.finished_at,
 		j.task, j.limit_key, j.sequence_key),
-freed AS (
-	UPDATE {s}flow_counts c SET n = c.n - x.cnt, ready = CASE WHEN c.scope = 'k' THEN 1 ELSE c.ready END
-	FROM (SELECT y.scope, y.name, y.lkey, count(*) AS cnt FROM (
+moved AS (
+	UPDATE {s}flow_seqs f SET ready = f.ready + 1 FROM (SELECT DISTINCT queue, sequence_key FROM done WHERE sequence_key IS NOT NULL) AS d
+	WHERE f.queue = d.queue AND f.seq = d.sequence_key
+	RETURNING 1),
+dec AS (
+	SELECT y.scope, y.name, y.lkey, count(*) AS cnt FROM (
 		SELECT 't' AS scope, task AS name, '' AS lkey FROM done
 		UNION ALL SELECT 'q', queue, '' FROM done
 		UNION ALL SELECT 'k', task, limit_key FROM done WHERE limit_key IS NOT NULL) AS y
-		GROUP BY y.scope, y.name, y.lkey) AS x
-	WHERE c.scope = x.scope AND c.name = x.name AND c.lkey = x.lkey),
-moved AS (
-	UPDATE {s}flow_seqs f SET ready = 1 FROM (SELECT DISTINCT queue, sequence_key FROM done WHERE sequence_key IS NOT NULL) AS d
-	WHERE f.queue = d.queue AND f.seq = d.sequence_key),
+	GROUP BY y.scope, y.name, y.lkey),
+locked AS (
+	SELECT c.scope, c.name, c.lkey FROM {s}flow_counts c, dec
+	WHERE c.scope = dec.scope AND c.name = dec.name AND c.lkey = dec.lkey
+		AND (SELECT count(*) FROM moved) >= 0
+	ORDER BY c.scope, c.name, c.lkey FOR UPDATE OF c),
+freed AS (
+	UPDATE {s}flow_counts c SET n = c.n - dec.cnt, ready = CASE WHEN c.scope = 'k' THEN c.ready + 1 ELSE c.ready END
+	FROM locked, dec
+	WHERE c.scope = locked.scope AND c.name = locked.name AND c.lkey = locked.lkey
+		AND dec.scope = locked.scope AND dec.name = locked.name AND dec.lkey = locked.lkey),
 closed AS (
 	INSERT INTO {s}runs (job_id, token, id, attempt, worker_id, status, started_at, finished_at)
 	SELECT id, token, run_id, attempt, worker_id, 'succeeded', started_at, finished_at FROM done)

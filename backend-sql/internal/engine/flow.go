@@ -53,50 +53,82 @@ func (e *Engine) flowAfter(ctx context.Context, q Querier, refs []flowRef) error
 			seqs[[2]string{r.queue, r.seqKey}] = true
 		}
 	}
-	if len(dec) > 0 {
-		keys := make([]countKey, 0, len(dec))
-		for k := range dec {
-			keys = append(keys, k)
-		}
-		sort.Slice(keys, func(a, b int) bool {
-			x, y := keys[a], keys[b]
-			if x.scope != y.scope {
-				return x.scope < y.scope
-			}
-			if x.name != y.name {
-				return x.name < y.name
-			}
-			return x.key < y.key
-		})
-		vals := make([]string, len(keys))
-		args := make([]any, 0, 4*len(keys))
-		for i, k := range keys {
-			vals[i] = "(CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS BIGINT))"
-			args = append(args, k.scope, k.name, k.key, dec[k])
-		}
-		if _, err := q.Exec(ctx, e.render(`UPDATE {s}flow_counts SET n = n - v.column4,
-			ready = CASE WHEN scope = 'k' THEN 1 ELSE ready END
-			FROM (VALUES `+strings.Join(vals, ", ")+`) AS v
-			WHERE {s}flow_counts.scope = v.column1 AND {s}flow_counts.name = v.column2 AND {s}flow_counts.lkey = v.column3`), args...); err != nil {
-			return fmt.Errorf("flow counts: %w", err)
+	// Sequences first, then counts in key order: every transaction that
+	// writes both takes their rows in that order, so none waits in a
+	// cycle.
+	if len(seqs) > 0 {
+		if err := e.markSeqs(ctx, q, seqs); err != nil {
+			return err
 		}
 	}
-	if len(seqs) > 0 {
-		return e.markSeqs(ctx, q, seqs)
+	if len(dec) == 0 {
+		return nil
+	}
+	keys := sortedKeys(dec)
+	conds := make([]string, len(keys))
+	args := make([]any, 0, 3*len(keys))
+	for i, k := range keys {
+		conds[i] = "(scope = ? AND name = ? AND lkey = ?)"
+		args = append(args, k.scope, k.name, k.key)
+	}
+	var found []countKey
+	if err := e.scanAll(ctx, q, "SELECT scope, name, lkey FROM {s}flow_counts WHERE "+strings.Join(conds, " OR ")+
+		" ORDER BY scope, name, lkey"+e.d.LockRows(), args, func(rows Rows) error {
+		var k countKey
+		err := rows.Scan(&k.scope, &k.name, &k.key)
+		found = append(found, k)
+		return err
+	}); err != nil {
+		return fmt.Errorf("flow counts: %w", err)
+	}
+	for _, k := range found {
+		if _, err := q.Exec(ctx, e.render(`UPDATE {s}flow_counts SET n = n - ?,
+			ready = CASE WHEN scope = 'k' THEN ready + 1 ELSE ready END WHERE scope = ? AND name = ? AND lkey = ?`),
+			dec[k], k.scope, k.name, k.key); err != nil {
+			return fmt.Errorf("flow counts: %w", err)
+		}
 	}
 	return nil
 }
 
-// markSeqs marks sequences (queue, key) for the next claim of their queue.
-func (e *Engine) markSeqs(ctx context.Context, q Querier, seqs map[[2]string]bool) error {
-	conds := make([]string, 0, len(seqs))
-	args := make([]any, 0, 2*len(seqs))
-	for s := range seqs {
-		conds = append(conds, "(queue = ? AND seq = ?)")
-		args = append(args, s[0], s[1])
+// sortedKeys returns the keys of m in (scope, name, key) order.
+func sortedKeys(m map[countKey]int64) []countKey {
+	keys := make([]countKey, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
 	}
-	_, err := q.Exec(ctx, e.render("UPDATE {s}flow_seqs SET ready = 1 WHERE "+strings.Join(conds, " OR ")), args...)
-	return err
+	sort.Slice(keys, func(a, b int) bool {
+		x, y := keys[a], keys[b]
+		if x.scope != y.scope {
+			return x.scope < y.scope
+		}
+		if x.name != y.name {
+			return x.name < y.name
+		}
+		return x.key < y.key
+	})
+	return keys
+}
+
+// markSeqs marks sequences (queue, key) for the next claim of their
+// queue, in key order.
+func (e *Engine) markSeqs(ctx context.Context, q Querier, seqs map[[2]string]bool) error {
+	list := make([][2]string, 0, len(seqs))
+	for s := range seqs {
+		list = append(list, s)
+	}
+	sort.Slice(list, func(a, b int) bool {
+		if list[a][0] != list[b][0] {
+			return list[a][0] < list[b][0]
+		}
+		return list[a][1] < list[b][1]
+	})
+	for _, s := range list {
+		if _, err := q.Exec(ctx, e.render("UPDATE {s}flow_seqs SET ready = ready + 1 WHERE queue = ? AND seq = ?"), s[0], s[1]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // flowRefsOf reads the flowRefs of the jobs ids (before they change).
@@ -354,7 +386,7 @@ func (e *Engine) markNewSeqs(ctx context.Context, q Querier, jobs []core.Job, in
 	}
 	for s := range seqs {
 		if _, err := q.Exec(ctx, e.render(`INSERT INTO {s}flow_seqs (queue, seq, ready) VALUES (?, ?, 1)
-			ON CONFLICT (queue, seq) DO UPDATE SET ready = 1`), s[0], s[1]); err != nil {
+			ON CONFLICT (queue, seq) DO UPDATE SET ready = {s}flow_seqs.ready + 1`), s[0], s[1]); err != nil {
 			return err
 		}
 	}
@@ -371,17 +403,17 @@ func boolInt(b bool) int {
 
 // retakeKeys drops from ids (jobs a bulk retry queues again) every
 // while-active job whose key another job holds, which the per-job Retry
-// refuses, and counts it as not changed.
+// refuses, and records it as failed.
 func (e *Engine) retakeKeys(ctx context.Context, q Querier, ids []string, eff *bulkEffects) ([]string, error) {
 	cond, arg := e.inStrings("j.id", ids)
-	refused := map[string]bool{}
-	err := e.scanAll(ctx, q, `SELECT j.id FROM {s}jobs j WHERE `+cond+` AND j.unique_mode = 'while_active' AND j.idempotency_key IS NOT NULL
+	refused := map[string]string{}
+	err := e.scanAll(ctx, q, `SELECT j.id, j.idempotency_key FROM {s}jobs j WHERE `+cond+` AND j.unique_mode = 'while_active' AND j.idempotency_key IS NOT NULL
 		AND EXISTS (SELECT 1 FROM {s}jobs h WHERE h.queue = j.queue AND h.idempotency_key = j.idempotency_key AND h.id <> j.id
 			AND h.key_released = 0 AND (h.unique_mode <> 'while_active' OR h.state IN ('queued', 'running', 'sleeping')))`,
 		[]any{arg}, func(rows Rows) error {
-			var id string
-			err := rows.Scan(&id)
-			refused[id] = true
+			var id, key string
+			err := rows.Scan(&id, &key)
+			refused[id] = key
 			return err
 		})
 	if err != nil || len(refused) == 0 {
@@ -389,9 +421,13 @@ func (e *Engine) retakeKeys(ctx context.Context, q Querier, ids []string, eff *b
 	}
 	out := ids[:0:0]
 	for _, id := range ids {
-		if !refused[id] {
+		key, ok := refused[id]
+		if !ok {
 			out = append(out, id)
+			continue
 		}
+		eff.failed = append(eff.failed, core.BulkError{JobID: id,
+			Error: fmt.Sprintf("%v: key %q is held by another job", core.ErrIdempotencyConflict, key)})
 	}
 	eff.changed -= len(refused)
 	return out, nil

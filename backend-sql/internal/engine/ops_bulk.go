@@ -77,7 +77,9 @@ func (e *Engine) BulkStep(ctx context.Context, req core.BulkRequest) (core.BulkR
 	}
 	res.Matched = int64(len(ids))
 	res.Changed = eff.changed
-	res.Skipped = len(ids) - eff.changed
+	res.Failed = len(eff.failed)
+	res.Errors = eff.failed[:min(len(eff.failed), core.MaxBulkErrors)]
+	res.Skipped = len(ids) - eff.changed - res.Failed
 	return res, nil
 }
 
@@ -85,6 +87,9 @@ func (e *Engine) BulkStep(ctx context.Context, req core.BulkRequest) (core.BulkR
 // action, and whom to tell once it commits.
 type bulkEffects struct {
 	changed int
+	// failed holds the jobs the action refused for another reason (a
+	// while-active key another job holds, for a retry).
+	failed []core.BulkError
 	// queues holds the queues whose jobs changed, for local wake-ups.
 	queues []string
 	// due holds, for a retry, each queue and priority of the jobs queued

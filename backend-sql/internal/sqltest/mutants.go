@@ -77,4 +77,19 @@ var EngineMutants = []mutants.Mutant{{
 	Breaks:   []string{mutants.Notifications},
 	Edits:    []mutants.Edit{{File: eng("hub.go"), Find: "\tset[ch] = struct{}{}\n", Replace: "\t_ = set\n"}},
 	CaughtBy: []string{"Capabilities/NotifyOnEnqueue", "Capabilities/NotifyOnFinish"},
+}, {
+	Name:     "flow-key-limit-off-by-one",
+	Breaks:   []string{"flow: MaxRunningPerKey at claim"},
+	Edits:    []mutants.Edit{{File: eng("claim_flow.go"), Find: "c.perKey > 0 && fc.counts[kk] >= c.perKey {", Replace: "c.perKey > 0 && fc.counts[kk] > c.perKey {"}},
+	CaughtBy: []string{"FlowLimits/KeyMaxRunning", "FlowLimits/KeyPerTask"},
+}, {
+	Name:     "flow-sequence-ignores-order",
+	Breaks:   []string{"flow: sequences run in id order"},
+	Edits:    []mutants.Edit{{File: eng("claim_flow.go"), Find: "return before == 0 && busy == 0, err", Replace: "return busy == 0, err"}},
+	CaughtBy: []string{"FlowSequence/RetryOfReleasedJob"},
+}, {
+	Name:     "flow-retry-ignores-active-holder",
+	Breaks:   []string{"flow: Retry retakes a while-active key"},
+	Edits:    []mutants.Edit{{File: eng("flow.go"), Find: "if j.Unique != core.UniqueWhileActive || j.IdempotencyKey == \"\" {", Replace: "if true {"}},
+	CaughtBy: []string{"FlowUnique/WhileActiveRetryConflict"},
 }}

@@ -42,7 +42,8 @@ CREATE INDEX jobs_key_gate ON {s}jobs (task, limit_key, priority, run_at, id) WH
 CREATE INDEX jobs_limit_key ON {s}jobs (task, limit_key) WHERE limit_key IS NOT NULL;
 
 -- Running counts ('t' task, 'q' queue, 'k' task and limit key), kept only
--- for what a stored config limits; ready marks a key whose slot freed.
+-- for what a stored config limits; ready counts the slots freed since a
+-- claim last opened the key's gates.
 CREATE TABLE {s}flow_counts (
     scope text COLLATE "C" NOT NULL,
     name  text COLLATE "C" NOT NULL,
@@ -61,8 +62,8 @@ CREATE TABLE {s}flow_starts (
     n    bigint NOT NULL DEFAULT 0,
     PRIMARY KEY (task, lkey, sec)
 );
--- A sequence whose head may have changed; the next claim of its queue
--- opens the gate of the new head.
+-- A sequence whose head may have changed (ready counts the changes since
+-- a claim last looked); the next claim of its queue opens the new head.
 CREATE TABLE {s}flow_seqs (
     queue text COLLATE "C" NOT NULL,
     seq   text COLLATE "C" NOT NULL,
@@ -149,7 +150,7 @@ BEGIN
             SELECT DISTINCT u.queue, u.skey, 1 FROM unnest(p_id, p_queue, p_seq_key) AS u(id, queue, skey)
             WHERE u.skey IS NOT NULL AND u.id = ANY (v_ids)
             ORDER BY 1, 2
-        ON CONFLICT (queue, seq) DO UPDATE SET ready = 1;
+        ON CONFLICT (queue, seq) DO UPDATE SET ready = f.ready + 1;
     END IF;
 
     PERFORM pg_notify(p_channel, n.queue || ' ' || min(n.priority) || ' ' || min(n.run_at) || ' ' || max(n.run_at))
