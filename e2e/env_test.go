@@ -17,7 +17,10 @@ func TestMain(m *testing.M) {
 	if os.Getenv(bridgeChildEnv) != "" { // the subprocess of an executor-bridge scenario
 		os.Exit(bridgeChild())
 	}
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		stopE2ECluster()
+		os.Exit(code)
+	}))
 }
 
 var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))

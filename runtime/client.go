@@ -142,6 +142,9 @@ func (c *Client) build(ctx context.Context, r Request) (core.EnqueueRequest, cor
 	if cfg.delay < 0 {
 		return req, nil, fmt.Errorf("%w: delay %v must not be negative", core.ErrInvalidArgument, cfg.delay)
 	}
+	if err := applyFlow(&req, cfg); err != nil {
+		return req, nil, err
+	}
 	// The fingerprint covers what the caller asked for, before task-config
 	// defaults, so that changing a config does not break idempotent retries.
 	req.Fingerprint = core.Fingerprint(req)
@@ -243,6 +246,11 @@ func (c *Client) spawn(ctx context.Context, tx any, reqs []Request) ([]Spawned, 
 			backend = b
 		} else if backend != b {
 			return nil, &core.BatchError{Index: i, Err: fmt.Errorf("%w: queue %q is served by another backend than the rest of the batch", core.ErrInvalidArgument, er.Queue)}
+		}
+		if er.UsesFlowControl() {
+			if err := requireFlow(b, "spawn "+er.Task); err != nil {
+				return nil, &core.BatchError{Index: i, Err: err}
+			}
 		}
 		ers[i] = er
 	}
@@ -362,29 +370,60 @@ func (c *Client) Retry(ctx context.Context, jobID string) (core.Job, error) {
 }
 
 // PutTaskConfig stores a task's defaults and limits on the backend that
-// serves cfg.Queue (the default backend when it is empty).
+// serves cfg.Queue (the default backend when it is empty), and on the
+// default backend too when that is another one. A config with flow limits
+// (see [FlowLimits]) fails with an error wrapping [ErrFlowUnsupported],
+// storing nothing, when one of those backends does not implement
+// [core.FlowController].
 func (c *Client) PutTaskConfig(ctx context.Context, cfg core.TaskConfig) error {
 	defer c.configs.forget(cfg.Task)
 	b, err := c.router.Resolve(cfg.Queue)
 	if err != nil {
 		return err
 	}
+	var def core.QueueBackend
 	if cfg.Queue != "" {
-		if def, err := c.router.Resolve(""); err == nil && def != b {
-			if err := def.PutTaskConfig(ctx, cfg); err != nil {
+		if d, err := c.router.Resolve(""); err == nil && d != b {
+			def = d
+		}
+	}
+	if cfg.UsesFlowControl() {
+		if err := core.ValidateTaskConfig(cfg); err != nil {
+			return err
+		}
+		for _, x := range []core.QueueBackend{b, def} {
+			if x == nil {
+				continue
+			}
+			if err := requireFlow(x, "task config of "+cfg.Task); err != nil {
 				return err
 			}
+		}
+	}
+	if def != nil {
+		if err := def.PutTaskConfig(ctx, cfg); err != nil {
+			return err
 		}
 	}
 	return b.PutTaskConfig(ctx, cfg)
 }
 
-// PutQueueConfig stores a queue's settings (pause, retention policy) on the
-// backend that serves it.
+// PutQueueConfig stores a queue's settings (pause, retention policy,
+// running limit) on the backend that serves it. A config with MaxRunning
+// fails with an error wrapping [ErrFlowUnsupported], storing nothing, when
+// that backend does not implement [core.FlowController].
 func (c *Client) PutQueueConfig(ctx context.Context, cfg core.QueueConfig) error {
 	b, err := c.router.Resolve(cfg.Queue)
 	if err != nil {
 		return err
+	}
+	if cfg.UsesFlowControl() {
+		if err := core.ValidateQueueConfig(cfg); err != nil {
+			return err
+		}
+		if err := requireFlow(b, "queue config of "+cfg.Queue); err != nil {
+			return err
+		}
 	}
 	return b.PutQueueConfig(ctx, cfg)
 }

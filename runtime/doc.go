@@ -68,6 +68,18 @@
 // [Client.CancelTx] and [Client.RetryTx] (and the Handle's) cancel and
 // retry inside the caller's transaction too, taking effect at its commit.
 //
+// # Flow control
+//
+// Where the backend implements [core.FlowController], the store limits
+// what runs: [WithLimitKey] and [FlowLimits] (stored by
+// [Client.SetFlowLimits] or, at worker start, by [WithFlowLimits]) cap
+// running jobs and start rates per task and per key; [WithSequenceKey]
+// runs one key's jobs one at a time in spawn order; [WithUnique] and
+// [WithUniquePeriod] choose how long an idempotency key holds, and
+// [WithUniqueArgs] derives the key from the task's arguments
+// ([UniqueArgsKey]). Against another backend these fail with
+// [ErrFlowUnsupported] and store nothing.
+//
 // # Topologies
 //
 // Embedded: one binary holds a [Client] and a [Worker] over the same

@@ -59,6 +59,8 @@ type registration struct {
 	signatures []string        // accepted job signatures; none means every job
 	sigPolicy  SignaturePolicy // 0 means the worker's
 	sig        *signatureGuard // nil when every job is accepted
+
+	flow *FlowLimits // stored at Start; nil leaves the stored config alone
 }
 
 // Register makes w run fn for every job of task t. A job recorded with
@@ -114,6 +116,9 @@ func (w *Worker) RegisterExecutor(task string, exec Executor, opts ...HandlerOpt
 	}
 	if r.timeout < 0 {
 		return fmt.Errorf("%w: attempt timeout %v must not be negative", core.ErrInvalidArgument, r.timeout)
+	}
+	if err := w.checkFlowRegistration(r); err != nil {
+		return err
 	}
 	var err error
 	if r.sig, err = w.newSignatureGuard(r); err != nil {

@@ -25,6 +25,13 @@ type spawnConfig struct {
 	cancel         core.CancellationPolicy
 	actor          string
 	actorSet       bool
+
+	// flow control (flow.go)
+	limitKey     string
+	sequenceKey  string
+	unique       core.UniqueMode
+	uniquePeriod time.Duration
+	uniqueArgs   bool
 }
 
 // WithQueue sends the task to queue instead of the task config's queue or
@@ -73,8 +80,10 @@ func WithHeader(key, value string) SpawnOption {
 }
 
 // WithIdempotencyKey makes the spawn idempotent within its queue: while a
-// job with the key is retained, the same request returns that job and a
-// different request fails with [core.ErrIdempotencyConflict].
+// job holds the key (by default for as long as it is retained; see
+// [WithUnique] and [WithUniquePeriod]), the same request returns that job
+// and a different request fails with [core.ErrIdempotencyConflict]. See
+// also [WithUniqueArgs], which derives the key from the input.
 func WithIdempotencyKey(key string) SpawnOption {
 	return func(c *spawnConfig) { c.idempotencyKey = key }
 }

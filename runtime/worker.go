@@ -126,6 +126,9 @@ func (w *Worker) Start(ctx context.Context) error {
 	if w.started {
 		return fmt.Errorf("%w: worker already started", core.ErrInvalidState)
 	}
+	if err := w.storeFlowLimits(ctx); err != nil {
+		return err
+	}
 	w.started = true
 	w.stopClaim = make(chan struct{})
 	w.stopWatch = make(chan struct{})

@@ -20,12 +20,20 @@ const (
 	ScenarioSoak      = "soak"
 	// ScenarioBatchNoop is the no-op half of batch alone.
 	ScenarioBatchNoop = "batch-noop"
+	// ScenarioBatchLimit is the no-op drain again with a per-key running
+	// limit over LimitKeys keys that no key reaches, beside batch-noop:
+	// the ratio of the two drains is the cost of a limit.
+	ScenarioBatchLimit = "batch-limit"
 )
+
+// LimitKeys is how many limit keys the batch-limit scenario spreads its
+// jobs over (job i has key i mod LimitKeys).
+const LimitKeys = 100
 
 // AllScenarios lists every scenario. DefaultScenarios leaves out scaling,
 // which enqueues a million jobs, and soak, which runs for minutes.
 var (
-	AllScenarios     = []string{ScenarioCeiling, ScenarioBatch, ScenarioBatchNoop, ScenarioMixed, ScenarioRoundTrip, ScenarioIdle, ScenarioScaling, ScenarioSoak}
+	AllScenarios     = []string{ScenarioCeiling, ScenarioBatch, ScenarioBatchNoop, ScenarioBatchLimit, ScenarioMixed, ScenarioRoundTrip, ScenarioIdle, ScenarioScaling, ScenarioSoak}
 	DefaultScenarios = []string{ScenarioCeiling, ScenarioBatch, ScenarioMixed, ScenarioRoundTrip, ScenarioIdle}
 )
 
@@ -220,7 +228,8 @@ func (c Config) Validate() error {
 
 func (c Config) has(s string) bool { return slices.Contains(c.Scenarios, s) }
 
-// batches reports whether the no-op and the working batch scenarios run.
+// batches reports whether the no-op and the working batch scenarios run;
+// batch-limit brings the no-op drain it is compared with.
 func (c Config) batches() (noop, work bool) {
-	return c.has(ScenarioBatch) || c.has(ScenarioBatchNoop), c.has(ScenarioBatch)
+	return c.has(ScenarioBatch) || c.has(ScenarioBatchNoop) || c.has(ScenarioBatchLimit), c.has(ScenarioBatch)
 }

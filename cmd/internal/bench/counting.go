@@ -35,12 +35,44 @@ func (c countingNotifier) Subscribe(queue string) (<-chan struct{}, func()) {
 	return c.n.Subscribe(queue)
 }
 
+// countingFlow is Counting over a backend that implements
+// core.FlowController, with or without core.Notifier.
+type countingFlow struct {
+	core.QueueBackend // *Counting or countingNotifier
+	f                 core.FlowController
+}
+
+// RunningByKey implements core.FlowController.
+func (c countingFlow) RunningByKey(ctx context.Context, task string, limit int) ([]core.KeyCount, error) {
+	return c.f.RunningByKey(ctx, task, limit)
+}
+
+// countingFlowNotifier is countingFlow over a backend that is a notifier too.
+type countingFlowNotifier struct {
+	countingFlow
+	n countingNotifier
+}
+
+// Subscribe implements core.Notifier.
+func (c countingFlowNotifier) Subscribe(queue string) (<-chan struct{}, func()) {
+	return c.n.Subscribe(queue)
+}
+
 // Wrap returns a counting decorator of b and the backend to hand to the
-// runtime: it implements core.Notifier exactly when b does.
+// runtime: it implements core.Notifier and core.FlowController exactly
+// when b does.
 func Wrap(b core.QueueBackend) (*Counting, core.QueueBackend) {
 	c := &Counting{QueueBackend: b, calls: map[string]*atomic.Int64{}}
-	if n, ok := b.(core.Notifier); ok {
+	n, notifies := b.(core.Notifier)
+	f, flows := b.(core.FlowController)
+	switch {
+	case notifies && flows:
+		cn := countingNotifier{Counting: c, n: n}
+		return c, countingFlowNotifier{countingFlow: countingFlow{QueueBackend: cn, f: f}, n: cn}
+	case notifies:
 		return c, countingNotifier{Counting: c, n: n}
+	case flows:
+		return c, countingFlow{QueueBackend: c, f: f}
 	}
 	return c, c
 }

@@ -18,11 +18,22 @@ type benchIn struct {
 	Seq int `json:"seq"`
 }
 
-// Tasks: one no-op, one that works for Config.Work.
+// Tasks: one no-op, one that works for Config.Work, and the no-op of
+// batch-limit, whose jobs carry limit keys under a per-key limit.
 var (
-	taskNoop = boson.NewTask[benchIn, struct{}]("bench-noop")
-	taskWork = boson.NewTask[benchIn, struct{}]("bench-work")
+	taskNoop  = boson.NewTask[benchIn, struct{}]("bench-noop")
+	taskWork  = boson.NewTask[benchIn, struct{}]("bench-work")
+	taskLimit = boson.NewTask[benchIn, struct{}]("bench-limit")
 )
+
+// limitKeys are the LimitKeys keys of batch-limit.
+var limitKeys = func() []string {
+	k := make([]string, LimitKeys)
+	for i := range k {
+		k[i] = fmt.Sprintf("key-%03d", i)
+	}
+	return k
+}()
 
 // env is what every scenario shares: the store's raw backend, the counting
 // decorator the runtime runs on, and the settings.
@@ -102,6 +113,9 @@ func (e *env) newWorkerWith(opts boson.WorkerOptions, started func(jobID string,
 	if err := boson.Register(w, taskWork, handler(work)); err != nil {
 		return nil, err
 	}
+	if err := boson.Register(w, taskLimit, handler(0)); err != nil {
+		return nil, err
+	}
 	return w, nil
 }
 
@@ -127,6 +141,10 @@ func (e *env) spawn(ctx context.Context, label, queue string, task boson.Task[be
 				hi := min(lo+e.cfg.SpawnBatch, n)
 				reqs = reqs[:0]
 				for i := lo; i < hi; i++ {
+					if task == taskLimit {
+						reqs = append(reqs, task.Request(benchIn{Seq: i}, boson.WithQueue(queue), boson.WithLimitKey(limitKeys[i%LimitKeys])))
+						continue
+					}
 					reqs = append(reqs, task.Request(benchIn{Seq: i}, boson.WithQueue(queue)))
 				}
 				at := time.Now()

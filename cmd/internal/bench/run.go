@@ -142,8 +142,27 @@ func Run(ctx context.Context, st Store, cfg Config, progressTo, logTo io.Writer)
 			}
 			return nil
 		}
+		// batch-limit runs beside batch-noop, before it in every other
+		// run, so that neither drain always has the warmer process.
+		limitFirst := cfg.has(ScenarioBatchLimit) && run%2 == 1
+		limit := func() error {
+			if !cfg.has(ScenarioBatchLimit) {
+				return nil
+			}
+			return record(named("batch-limit")(e.runBatch(ctx, "batch-limit", taskLimit, cfg.Concurrency)))
+		}
+		if limitFirst {
+			if err := limit(); err != nil {
+				return rep, err
+			}
+		}
 		if noop {
 			if err := batch("batch-noop", taskNoop); err != nil {
+				return rep, err
+			}
+		}
+		if !limitFirst {
+			if err := limit(); err != nil {
 				return rep, err
 			}
 		}
@@ -207,7 +226,7 @@ func Run(ctx context.Context, st Store, cfg Config, progressTo, logTo io.Writer)
 
 // finish computes medians, ceiling fractions and verdicts.
 func (rep *Report) finish() {
-	order := []string{"ceiling", "batch-noop", "batch-noop-defaults", "batch-work", "batch-work-defaults", "mixed", "roundtrip", "idle",
+	order := []string{"ceiling", "batch-noop", "batch-noop-defaults", "batch-limit", "batch-work", "batch-work-defaults", "mixed", "roundtrip", "idle",
 		"scaling-small", "scaling-large", "soak", "soak-held"}
 	rep.Results = nil
 	for _, name := range order {
@@ -239,6 +258,9 @@ func (rep *Report) finish() {
 		}
 	}
 	rep.Verdicts = verdicts(rep.Kind, rep.Results, pairRatios(rep.AllRuns, "scaling-large", "scaling-small"))
+	if ratios := pairRatios(rep.AllRuns, "batch-limit", "batch-noop"); len(ratios) > 0 {
+		rep.Verdicts = append(rep.Verdicts, ratioVerdict(fmt.Sprintf("drain with a per-key limit over %d keys / plain drain", LimitKeys), LimitMinRatio, ratios))
+	}
 	if ratios := pairRatios(rep.AllRuns, "batch-noop-defaults", "batch-noop"); len(ratios) > 0 {
 		rep.Verdicts = append(rep.Verdicts, ratioVerdict(fmt.Sprintf("drain with WorkerOptions{} / with -w %d", rep.Config.Concurrency), DefaultsMinRatio, ratios))
 	}

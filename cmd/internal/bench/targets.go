@@ -29,6 +29,9 @@ const (
 	ScalingMinRatio  = 0.8
 	IdleMaxPerSec    = 1.0
 	DefaultsMinRatio = 0.8
+	// LimitMinRatio: a per-key running limit that no key reaches costs
+	// at most 10% of the drain (batch-limit over batch-noop, same run).
+	LimitMinRatio = 0.9
 )
 
 // Verdict compares one figure with its goal.

@@ -44,6 +44,11 @@ the default) through the real runtime and reports:
               then pull loops that fetch and ack)
   batch-noop  spawn N jobs in batches, then drain them with W handler slots
   batch-work  the same with a handler that works for --work (1 ms)
+  batch-limit batch-noop's drain again, each job with one of 100 limit keys
+              under a per-key running limit that no key reaches, beside
+              batch-noop: the ratio of the two drains is the cost of a limit
+              (at least 0.90). Needs a store with flow control; not run
+              unless named in --scenarios
   mixed       spawn small batches at --mixed-rate while the worker drains
   roundtrip   one job at a time through an idle worker: spawn to start/done
   idle        backend calls (and commands sent to the server) per second of a
