@@ -31,6 +31,8 @@ func (h *Handler) apiRoutes() []route {
 		api("GET", "/queues/{queue}", PermRead, h.apiGetQueue),
 		api("POST", "/queues/{queue}/pause", PermAdmin, h.apiPause),
 		api("POST", "/queues/{queue}/resume", PermAdmin, h.apiResume),
+		api("GET", "/queues/{queue}/config", PermRead, h.apiGetQueueConfig),
+		api("PUT", "/queues/{queue}/config", PermAdmin, h.apiPutQueueConfig),
 	)
 }
 
@@ -86,6 +88,9 @@ func (h *Handler) enqueue(r *http.Request, body []byte) (core.EnqueueResult, err
 		return core.EnqueueResult{}, err
 	}
 	b, err := h.st.forQueue(req.Queue)
+	if err == nil {
+		err = checkFlowRequest(b, req)
+	}
 	if err != nil {
 		return core.EnqueueResult{}, err
 	}

@@ -334,6 +334,12 @@ func TestOpenAPIAnswersMatchDocument(t *testing.T) {
 	v.call("GET", "/queues", R, nil)
 	v.call("POST", "/queues/mail/resume", A, nil)
 	v.call("POST", "/queues/bad.name/resume", A, nil)
+	v.call("PUT", "/queues/mail/config", A, map[string]any{"retention_ttl": "1h", "cleanup_limit": 5})
+	v.call("PUT", "/queues/mail/config", A, map[string]any{"max_running": -1})
+	v.call("PUT", "/queues/mail/config", A, `{"paused": "yes"}`)
+	v.call("GET", "/queues/mail/config", R, nil)
+	v.call("GET", "/queues/bad.name/config", R, nil)
+	v.call("GET", "/jobs?limit_key=bad%20key", R, nil)
 
 	// The operations capabilities, and hostile input to them.
 	v.call("GET", "/jobs?header_key=trace&header_value=%3Cscript%3E&created_from=2020-01-01T00:00:00Z", R, nil)
