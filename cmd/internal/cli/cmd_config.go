@@ -80,7 +80,7 @@ jobs against the limits.`,
 			fs.StringVar(&f.defaultQueue, "default-queue", "", "task: the `queue` of a spawn that names none")
 			fs.IntVar(&f.priority, "priority", 0, "task: the default priority")
 			fs.IntVar(&f.maxAttempts, "max-attempts", 0, "task: the default attempt budget, 0 for the runtime's")
-			fs.DurationVar(&f.retention, "retention", 0, "queue: keep terminal jobs this `long`, 0 for the runtime default")
+			fs.DurationVar(&f.retention, "retention", 0, "queue: keep terminal jobs this `duration`, 0 for the runtime default")
 			fs.IntVar(&f.cleanupLimit, "cleanup-limit", 0, "queue: deletions per cleanup pass, 0 for the runtime default")
 		},
 		run: runConfig,
