@@ -27,7 +27,9 @@ func (b *Backend) GetTaskConfig(ctx context.Context, task string) (core.TaskConf
 }
 
 // PutTaskConfig validates cfg and stores it, replacing any config of the
-// same task. Its limits apply to every Enqueue that starts after it returns.
+// same task. Its limits apply to every Enqueue that starts after it
+// returns, and its flow limits to every claim: jobs that a loosened limit
+// no longer holds back are admitted at once.
 func (b *Backend) PutTaskConfig(ctx context.Context, cfg core.TaskConfig) error {
 	if err := b.usable(ctx); err != nil {
 		return err
@@ -39,7 +41,17 @@ func (b *Backend) PutTaskConfig(ctx context.Context, cfg core.TaskConfig) error 
 		return err
 	}
 	defer b.mu.Unlock()
-	b.s.taskConfigs[cfg.Task] = cfg
+	s := b.s
+	s.taskConfigs[cfg.Task] = cfg
+	if t := s.tasks[cfg.Task]; t != nil || cfg.UsesFlowControl() {
+		t = s.task(cfg.Task)
+		if lim := limitsOf(cfg); lim != t.flow {
+			t.flow = lim
+			s.holdSignals()
+			s.reflow(t, b.now())
+			s.releaseSignals()
+		}
+	}
 	return nil
 }
 

@@ -48,7 +48,11 @@ func (b *Backend) Cancel(ctx context.Context, jobID, reason string) (core.Job, e
 // Retry queues a failed or cancelled job again, due now, and returns it.
 // When its attempts are spent MaxAttempts grows to Attempt+1 so that one
 // more attempt may run. Other states give [core.ErrInvalidState], an
-// unknown job [core.ErrNotFound]. Task limits do not apply. Cost: O(log n).
+// unknown job [core.ErrNotFound]. Task limits do not apply. A job whose
+// key is held only while active ([core.UniqueWhileActive]) takes its key
+// again, and Retry fails with an error wrapping
+// [core.ErrIdempotencyConflict], changing nothing, when another job holds
+// it. Cost: O(log n).
 func (b *Backend) Retry(ctx context.Context, jobID string) (core.Job, error) {
 	if err := b.lock(ctx); err != nil {
 		return core.Job{}, err
@@ -67,7 +71,10 @@ func (b *Backend) Retry(ctx context.Context, jobID string) (core.Job, error) {
 		return core.Job{}, fmt.Errorf("%w: job %s is %s; only failed or cancelled jobs can be retried",
 			core.ErrInvalidState, jobID, old)
 	}
-	s.detach(r)
+	if err := s.retake(r, &body.job, now); err != nil {
+		return core.Job{}, err
+	}
+	s.detach(r, now)
 	r.jobBody, r.frozen = body, nil // thawed: active again
 	j := &r.job
 	j.State = core.StateQueued

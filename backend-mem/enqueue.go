@@ -58,7 +58,9 @@ func (b *Backend) Enqueue(ctx context.Context, reqs []core.EnqueueRequest) ([]co
 	s := b.s
 	now := b.now()
 
-	// Pass 1: resolve idempotency keys and count the new jobs per task.
+	// Pass 1: resolve idempotency keys and count the new jobs per task. A
+	// stored job holds its key while its unique mode says so
+	// (core.HoldsKey); a new job takes a key that no job holds.
 	// Nothing changes until every item has passed.
 	var reused []*core.Job // the job an item reuses, if any
 	if keys {
@@ -72,10 +74,13 @@ func (b *Backend) Enqueue(ctx context.Context, reqs []core.EnqueueRequest) ([]co
 			k := idemKey{j.Queue, j.IdempotencyKey}
 			var held *core.Job
 			holder := ""
-			if r := s.idem[k]; r != nil {
-				held = &r.view().job
-				holder = "job " + held.ID
-			} else if first, ok := inBatch[k]; ok {
+			if r := s.idem[k]; r != nil && !r.deleted {
+				if body := r.view(); core.HoldsKey(body.job, now) {
+					held = &body.job
+					holder = "job " + held.ID
+				}
+			}
+			if first, ok := inBatch[k]; ok && held == nil {
 				held, holder = &recs[first].job, fmt.Sprintf("item %d of this batch", first)
 			}
 			if held != nil {

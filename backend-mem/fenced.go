@@ -142,7 +142,7 @@ func (b *Backend) Fail(ctx context.Context, f core.Failure) (core.JobState, erro
 		s.finish(r, core.StateFailed, core.RunFailed, msg, now)
 		return core.StateFailed, nil
 	}
-	s.detach(r)
+	s.detach(r, now)
 	s.endRun(r, core.RunFailed, msg, now)
 	r.job.State = core.StateQueued
 	r.job.RunAt = laterOf(f.RetryAt, now)
@@ -172,7 +172,7 @@ func (b *Backend) Sleep(ctx context.Context, lease core.Lease, until time.Time) 
 	if err != nil {
 		return err
 	}
-	s.detach(r)
+	s.detach(r, now)
 	s.endRun(r, core.RunSleeping, "", now)
 	r.job.State = core.StateSleeping
 	r.job.RunAt = laterOf(until, now)

@@ -38,9 +38,10 @@ func (s *store) freeze(r *jobRec) {
 // sizeBound is at least the size of body's encoding.
 func sizeBound(b *jobBody) int {
 	j := &b.job
-	n := 48*binary.MaxVarintLen64 + len(j.ID) + len(j.Queue) + len(j.Task) + len(j.Payload) +
+	n := 52*binary.MaxVarintLen64 + len(j.ID) + len(j.Queue) + len(j.Task) + len(j.Payload) +
 		len(j.State) + len(j.IdempotencyKey) + len(j.Fingerprint) + len(j.Actor) + len(j.Result) +
-		len(j.LastError) + len(j.Lease.JobID) + len(j.Lease.WorkerID)
+		len(j.LastError) + len(j.Lease.JobID) + len(j.Lease.WorkerID) +
+		len(j.Unique) + len(j.LimitKey) + len(j.SequenceKey)
 	for k, v := range j.Headers {
 		n += 2*binary.MaxVarintLen64 + len(k) + len(v)
 	}
@@ -174,6 +175,10 @@ func encodeBody(b []byte, body *jobBody) []byte {
 	e.str(j.Lease.WorkerID)
 	e.int(j.Lease.Token)
 	e.time(j.Lease.ExpiresAt)
+	e.str(string(j.Unique))
+	e.int(int64(j.UniquePeriod))
+	e.str(j.LimitKey)
+	e.str(j.SequenceKey)
 
 	e.int(int64(len(body.runs)))
 	for i := range body.runs {
@@ -328,6 +333,10 @@ func decodeBody(b []byte) *jobBody {
 	j.Lease.WorkerID = d.str()
 	j.Lease.Token = d.int()
 	j.Lease.ExpiresAt = d.time()
+	j.Unique = core.UniqueMode(d.str())
+	j.UniquePeriod = time.Duration(d.int())
+	j.LimitKey = d.str()
+	j.SequenceKey = d.str()
 
 	if n := int(d.int()); n > 0 {
 		body.runs = make([]core.Run, n)

@@ -21,7 +21,8 @@ func TestFrozenRoundTrip(t *testing.T) {
 			Cancel: core.CancellationPolicy{MaxDelay: time.Hour, MaxDuration: 2 * time.Hour}, IdempotencyKey: "k",
 			Fingerprint: "fp", Actor: "me", RunAt: at, CreatedAt: at.Add(-time.Hour), FirstStartedAt: at.Add(time.Millisecond),
 			FinishedAt: at.Add(time.Second), Result: []byte("r"), LastError: "boom",
-			Lease: core.Lease{JobID: "j", WorkerID: "w", Token: 3, ExpiresAt: at.Add(time.Minute + 5)},
+			Lease:  core.Lease{JobID: "j", WorkerID: "w", Token: 3, ExpiresAt: at.Add(time.Minute + 5)},
+			Unique: core.UniqueByPeriod, UniquePeriod: time.Hour, LimitKey: "tenant-1", SequenceKey: "order-7",
 		},
 		runs: []core.Run{
 			{ID: "r1", JobID: "j", Attempt: 1, WorkerID: "w", Token: 1, Status: core.RunLost, StartedAt: at, FinishedAt: at.Add(1), Error: "lease expired"},

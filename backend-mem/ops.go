@@ -237,13 +237,18 @@ func searchMatch(r *jobRec, q *core.JobSearch, fq *queueState, ft *taskState) bo
 	if !inScope(r, fq, ft, q.States) {
 		return false
 	}
-	if !q.HasSearchFields() {
+	if !hasSearchFields(q) {
 		return true
 	}
-	if r.jobBody != nil {
-		return q.Matches(r.job)
-	}
-	return q.Matches(r.view().job)
+	j := &r.view().job
+	return q.Matches(*j) && (q.LimitKey == "" || j.LimitKey == q.LimitKey) &&
+		(q.SequenceKey == "" || j.SequenceKey == q.SequenceKey)
+}
+
+// hasSearchFields reports whether q sets a field beyond its JobFilter,
+// the flow keys included.
+func hasSearchFields(q *core.JobSearch) bool {
+	return q.HasSearchFields() || q.LimitKey != "" || q.SequenceKey != ""
 }
 
 // SearchJobs returns one page of the jobs matching q in id order (newest
@@ -324,7 +329,7 @@ func (b *Backend) CountSearch(ctx context.Context, q core.JobSearch) (map[core.J
 	defer b.mu.Unlock()
 	s := b.s
 
-	if !q.HasSearchFields() {
+	if !hasSearchFields(&q) {
 		return s.countJobs(q.JobFilter), nil
 	}
 	out := map[core.JobState]int64{}
@@ -351,8 +356,10 @@ func (b *Backend) CountSearch(ctx context.Context, q core.JobSearch) (map[core.J
 	return out, nil
 }
 
-// FindByIdempotencyKey returns a copy of the retained job of queue that
-// holds key, or [core.ErrNotFound]. Cost: O(1).
+// FindByIdempotencyKey returns a copy of the job of queue that holds key
+// now under its unique mode ([core.HoldsKey]), or [core.ErrNotFound]: a
+// job whose key is free is not returned, though it may still carry the
+// key. Cost: O(1).
 func (b *Backend) FindByIdempotencyKey(ctx context.Context, queue, key string) (core.Job, error) {
 	if err := b.usable(ctx); err != nil {
 		return core.Job{}, err
@@ -365,7 +372,7 @@ func (b *Backend) FindByIdempotencyKey(ctx context.Context, queue, key string) (
 	}
 	defer b.mu.Unlock()
 	r := b.s.idem[idemKey{queue, key}]
-	if r == nil || r.deleted {
+	if !holdsKey(r, b.now()) {
 		return core.Job{}, fmt.Errorf("%w: idempotency key %q of queue %q", core.ErrNotFound, key, queue)
 	}
 	return r.copyOut(), nil
@@ -414,6 +421,7 @@ func (b *Backend) DeleteJob(ctx context.Context, jobID string, force bool) error
 		return err
 	}
 	defer b.mu.Unlock()
+	now := b.now()
 	r, err := b.s.get(jobID)
 	if err != nil {
 		return err
@@ -421,7 +429,7 @@ func (b *Backend) DeleteJob(ctx context.Context, jobID string, force bool) error
 	if r.jobBody != nil && r.job.State == core.StateRunning && !force {
 		return fmt.Errorf("%w: job %s is running; cancel it first or force the deletion", core.ErrInvalidState, jobID)
 	}
-	b.s.delete(r)
+	b.s.delete(r, now)
 	return nil
 }
 
@@ -441,6 +449,7 @@ func (b *Backend) DeleteQueue(ctx context.Context, req core.DeleteQueueRequest) 
 	}
 	defer b.mu.Unlock()
 	s := b.s
+	now := b.now()
 
 	var res core.DeleteQueueResult
 	q := s.queues[req.Queue]
@@ -453,7 +462,7 @@ func (b *Backend) DeleteQueue(ctx context.Context, req core.DeleteQueueRequest) 
 			}
 		}
 		for _, r := range batch {
-			s.delete(r)
+			s.delete(r, now)
 		}
 		res.Deleted = len(batch)
 	}

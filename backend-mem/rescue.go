@@ -57,7 +57,7 @@ func (b *Backend) Rescue(ctx context.Context, req core.RescueRequest) (core.Resc
 			res.Failed++
 			continue
 		}
-		s.detach(r)
+		s.detach(r, now)
 		s.endRun(r, core.RunLost, leaseExpired, now)
 		r.job.State = core.StateQueued
 		r.job.RunAt = now

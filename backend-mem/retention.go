@@ -24,6 +24,7 @@ func (b *Backend) Cleanup(ctx context.Context, req core.CleanupRequest) (int, er
 	}
 	defer b.mu.Unlock()
 	s := b.s
+	now := b.now()
 
 	h := &s.finished
 	if req.Queue != "" {
@@ -39,7 +40,7 @@ func (b *Backend) Cleanup(ctx context.Context, req core.CleanupRequest) (int, er
 		if r == nil || !at.Before(req.FinishedBefore) {
 			break
 		}
-		s.delete(r) // also removes r from h
+		s.delete(r, now) // also removes r from h
 		n++
 	}
 	return n, nil

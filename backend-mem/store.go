@@ -32,6 +32,9 @@ type jobRec struct {
 	pos [nSlots]int32
 	// fifo is the position in the FIFO of the job's ready lane, or -1.
 	fifo int32
+	// fl is the flow state of a job with a limit or sequence key or that
+	// met a gate (see flow.go); nil for the others.
+	fl *flowRec
 }
 
 // jobBody is the job itself, its runs and checkpoints.
@@ -56,12 +59,21 @@ func (r *jobRec) init() {
 
 // queueState indexes the jobs of one queue.
 type queueState struct {
+	name      string
 	ready     readyQueue // queued or sleeping, due: claim order
 	scheduled jobHeap    // queued or sleeping, RunAt still ahead
 	finished  jobHeap    // terminal, by finish time
 	counts    stateCounts
 	ids       idIndex
 	wake      wakeTimer // signals when the next scheduled job comes due
+
+	// Flow control (see flow.go): the gates of its jobs' tasks and limit
+	// keys, its sequences, and the gates to fill when a second begins.
+	taskGates map[*taskState]*gate
+	keyGates  map[*keyState]*gate
+	seqs      map[string]*seqState
+	rateWaits []*gate
+	nextWait  int64
 }
 
 // taskState indexes the jobs of one task.
@@ -75,6 +87,13 @@ type taskState struct {
 	created  []createdAt
 	nCreated int
 	ids      idIndex
+
+	// Flow control (see flow.go): the limits of its config, its claims in
+	// the current second, its limit keys and its gates (one per queue).
+	flow   flowLimits
+	starts window
+	keys   map[string]*keyState
+	gates  []*gate
 }
 
 // pairKey names one (queue, task) pair, the finest grain of the counters.
@@ -139,7 +158,7 @@ func newStore() *store {
 func (s *store) queue(name string) *queueState {
 	q := s.queues[name]
 	if q == nil {
-		q = &queueState{scheduled: jobHeap{slot: slotSched}, finished: jobHeap{slot: slotQueueFin}}
+		q = &queueState{name: name, scheduled: jobHeap{slot: slotSched}, finished: jobHeap{slot: slotQueueFin}}
 		s.queues[name] = q
 	}
 	return q
@@ -174,9 +193,12 @@ func (s *store) pair(queue, task string) *stateCounts {
 // A brand-new job is attached with old = "".
 
 // detach removes r from every heap it is in.
-func (s *store) detach(r *jobRec) {
+func (s *store) detach(r *jobRec, now time.Time) {
 	q := r.q
 	q.ready.remove(r)
+	if r.fl != nil {
+		s.unroute(r, now)
+	}
 	q.scheduled.remove(r)
 	q.finished.remove(r)
 	if r.pos[slotLease] >= 0 {
@@ -203,16 +225,19 @@ func (s *store) attach(r *jobRec, old core.JobState, now time.Time) {
 		q.counts.add(j.State, 1)
 		t.counts.add(j.State, 1)
 		p.add(j.State, 1)
+		if r.fl != nil {
+			s.flowMove(r, old)
+		}
 	}
 	switch {
 	case j.State == core.StateQueued || j.State == core.StateSleeping:
 		if j.RunAt.After(now) {
 			s.fileScheduled(r)
+			s.notify(j.Queue)
 		} else {
-			q.ready.add(r)
+			s.offer(r, now)
 		}
 		s.fileDeadline(r)
-		s.notify(j.Queue)
 	case j.State == core.StateRunning:
 		s.leases.add(r, j.Lease.ExpiresAt)
 		s.running[j.ID] = r
@@ -221,6 +246,16 @@ func (s *store) attach(r *jobRec, old core.JobState, now time.Time) {
 		s.finished.add(r, j.FinishedAt)
 		q.finished.add(r, j.FinishedAt)
 		s.notify(j.Queue)
+	}
+	if old != j.State {
+		if old == core.StateRunning && (len(r.t.gates) > 0 || r.fl != nil) {
+			s.freed(r, now)
+		}
+		if r.fl != nil && r.fl.sq != nil {
+			s.advance(r.fl.sq, now)
+		}
+	}
+	if j.State.Terminal() {
 		s.freeze(r)
 	}
 }
@@ -324,7 +359,7 @@ func (s *store) endRun(r *jobRec, status core.RunStatus, errText string, now tim
 // LastError.
 func (s *store) finish(r *jobRec, state core.JobState, runStatus core.RunStatus, lastError string, now time.Time) {
 	old := r.job.State
-	s.detach(r)
+	s.detach(r, now)
 	s.endRun(r, runStatus, lastError, now)
 	r.job.State = state
 	r.job.FinishedAt = now
@@ -359,15 +394,18 @@ func (s *store) insert(r, prev *jobRec, now time.Time) {
 	if j.IdempotencyKey != "" {
 		s.idem[idemKey{j.Queue, j.IdempotencyKey}] = r
 	}
+	if j.LimitKey != "" || j.SequenceKey != "" {
+		s.flowInsert(r)
+	}
 	s.attach(r, "", now)
 }
 
 // delete removes a job with its runs and checkpoints, and releases its
 // idempotency key.
-func (s *store) delete(r *jobRec) {
+func (s *store) delete(r *jobRec, now time.Time) {
 	body := r.view()
 	j := &body.job
-	s.detach(r)
+	s.detach(r, now)
 	r.deleted = true
 	q, t, p := r.q, r.t, r.tally
 	q.counts.add(j.State, -1)
@@ -388,4 +426,10 @@ func (s *store) delete(r *jobRec) {
 	s.ids.drop()
 	q.ids.drop()
 	t.ids.drop()
+	if r.fl != nil {
+		s.flowDelete(r, j.State, now)
+	}
+	if j.State == core.StateRunning && (len(t.gates) > 0 || r.fl != nil) {
+		s.freed(r, now)
+	}
 }

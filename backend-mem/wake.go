@@ -47,8 +47,9 @@ func (b *Backend) armWake(queue string, q *queueState, at time.Time) {
 }
 
 // wake is a timer's callback: it moves the queue's due jobs to the ready
-// heap, signals the queue if any moved, and arms the timer for the next
-// scheduled job.
+// heap, lets the gates whose start-rate window passed admit their jobs,
+// signals the queue if any moved, and arms the timer for the next
+// scheduled job or rate window.
 func (b *Backend) wake(queue string, gen uint64) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -61,11 +62,24 @@ func (b *Backend) wake(queue string, gen uint64) {
 	}
 	q.wake.timer = nil
 	now := b.now()
+	s := b.s
+	s.holdSignals()
+	moved := false
 	if r := q.scheduled.peek(); r != nil && !r.job.RunAt.After(now) {
-		b.s.promoteDue(q, now)
-		b.subs.signal(queue)
+		s.promoteDue(q, now)
+		moved = true
 	}
+	if s.wakeRates(q, now) {
+		moved = true
+	}
+	if moved {
+		s.notify(queue)
+	}
+	s.releaseSignals()
 	if r := q.scheduled.peek(); r != nil {
 		b.armWake(queue, q, r.job.RunAt)
+	}
+	if at, ok := q.nextRateWake(); ok {
+		b.armWake(queue, q, at)
 	}
 }
