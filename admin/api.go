@@ -33,6 +33,8 @@ func (h *Handler) apiRoutes() []route {
 		api("POST", "/queues/{queue}/resume", PermAdmin, h.apiResume),
 		api("GET", "/queues/{queue}/config", PermRead, h.apiGetQueueConfig),
 		api("PUT", "/queues/{queue}/config", PermAdmin, h.apiPutQueueConfig),
+		api("GET", "/queues/{queue}/flow", PermRead, h.apiQueueFlow),
+		api("GET", "/tasks/{task}/flow", PermRead, h.apiTaskFlow),
 	)
 }
 

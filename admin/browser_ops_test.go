@@ -270,6 +270,8 @@ func TestBrowserNarrowAndWide(t *testing.T) {
 	e := newEnv(t, NoAuth())
 	seedHistory(t, e)
 	failMany(t, e, "act", "upstream: 503 service unavailable", 4)
+	seedFlow(t, e)
+	e.expect("PUT", "/api/v1/queues/work/config", "", map[string]any{"max_running": 4}, 200, "")
 	srv := mounted(t, e.h)
 	dir := t.TempDir()
 	if os.Getenv("BOSON_UPDATE_SCREENSHOTS") == "1" {
@@ -285,6 +287,8 @@ func TestBrowserNarrowAndWide(t *testing.T) {
 			{"runs", "runs", "#runs"},
 			{"jobs", "jobs", "#jobs"},
 			{"tasks", "tasks", "#tasks"},
+			{"task", "tasks/tenant_task", "#keys"},
+			{"queue-limited", "queues/work", "#queue-limit"},
 		} {
 			vp := chromedp.EmulateViewport(width, 900)
 			if width < 600 {

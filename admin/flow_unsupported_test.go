@@ -38,6 +38,8 @@ func TestFlowWithoutFlowController(t *testing.T) {
 			t.Errorf("%s %s: %s does not name flow control", method, path, data)
 		}
 	}
+	unsupported("GET", "/api/v1/tasks/send_email/flow", nil)
+	unsupported("GET", "/api/v1/queues/mail/flow", nil)
 	unsupported("GET", "/api/v1/jobs?limit_key=acme", nil)
 	unsupported("GET", "/api/v1/jobs?sequence_key=order-1&order=asc", nil)
 	unsupported("GET", "/api/v1/counts/jobs?limit_key=acme", nil)
@@ -68,6 +70,10 @@ func TestFlowWithoutFlowController(t *testing.T) {
 		{"POST", "/api/v1/jobs", map[string]any{"task": "t", "idempotency_key": "k", "unique": "by_period"}},
 		{"GET", "/api/v1/jobs?limit_key=a%20b", nil},
 		{"GET", "/api/v1/jobs?sequence_key=x&sequence_key=y", nil},
+		{"GET", "/api/v1/tasks/bad.name/flow", nil},
+		{"GET", "/api/v1/tasks/send_email/flow?limit=0", nil},
+		{"GET", "/api/v1/tasks/send_email/flow?keys=3", nil},
+		{"GET", "/api/v1/queues/mail/flow?x=1", nil},
 		{"POST", "/api/v1/bulk/cancel/preview", map[string]any{"filter": map[string]any{"limit_key": "a/b"}}},
 	} {
 		e.expect(c.method, c.path, "", c.body, 400, "invalid_argument")

@@ -340,6 +340,24 @@ func TestOpenAPIAnswersMatchDocument(t *testing.T) {
 	v.call("GET", "/queues/mail/config", R, nil)
 	v.call("GET", "/queues/bad.name/config", R, nil)
 	v.call("GET", "/jobs?limit_key=bad%20key", R, nil)
+	v.call("PUT", "/tasks/send_email/config", A, map[string]any{"max_running": 3, "max_running_per_key": 1, "max_starts_per_second": 5, "max_starts_per_second_per_key": 2, "hold_sequence_on_failure": true})
+	v.call("PUT", "/tasks/send_email/config", A, map[string]any{"max_running": core.MaxFlowLimit + 1})
+	v.call("POST", "/jobs", A, map[string]any{"task": "send_email", "queue": "mail", "limit_key": "acme", "sequence_key": "s1", "idempotency_key": "flow-1", "unique": "while_active"})
+	v.call("POST", "/jobs", A, map[string]any{"task": "send_email", "queue": "mail", "idempotency_key": "flow-2", "unique": "by_period", "unique_period": "1m"})
+	v.call("POST", "/jobs", A, map[string]any{"task": "send_email", "unique": "never"})
+	if _, err := e.be.Claim(t.Context(), core.ClaimRequest{Queue: "mail", WorkerID: "w-oa", Limit: 10, LeaseTTL: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	v.call("GET", "/jobs?limit_key=acme&sequence_key=s1", R, nil)
+	v.call("GET", "/counts/jobs?sequence_key=s1", R, nil)
+	v.call("GET", "/tasks/send_email/flow", R, nil)
+	v.call("GET", "/tasks/send_email/flow?limit=1", R, nil)
+	v.call("GET", "/tasks/send_email/flow?limit=5000", R, nil)
+	v.call("GET", "/tasks/bad.name/flow", R, nil)
+	v.call("PUT", "/queues/mail/config", A, map[string]any{"max_running": 2})
+	v.call("GET", "/queues/mail/flow", R, nil)
+	v.call("GET", "/queues/mail/flow?x=1", R, nil)
+	v.call("GET", "/queues/mail", R, nil)
 
 	// The operations capabilities, and hostile input to them.
 	v.call("GET", "/jobs?header_key=trace&header_value=%3Cscript%3E&created_from=2020-01-01T00:00:00Z", R, nil)
