@@ -213,7 +213,7 @@ func TestDashboardFlow(t *testing.T) {
 		t.Fatalf("tasks page: %d\n%s", code, html)
 	}
 	code, html = getPage(t, c, base+"queues/work")
-	if code != 200 || !strings.Contains(html, `id="queue-limit"`) || !strings.Contains(html, `<span class="n">4</span> of at most 4`) || !strings.Contains(html, "at limit") {
+	if code != 200 || !strings.Contains(html, `id="queue-limit"`) || !strings.Contains(html, `data-count="work/running">4</span> of at most 4`) || !strings.Contains(html, "at limit") {
 		t.Fatalf("queue page: %d\n%s", code, html)
 	}
 
