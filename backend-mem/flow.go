@@ -3,6 +3,7 @@ package mem
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -127,6 +128,38 @@ func (t *taskState) key(name string) *keyState {
 	return k
 }
 
+// release forgets k once no job names it, no gate of it is left and its
+// start-rate window has passed: a key forgotten sooner would count its
+// claims of this second again from zero. Keys that still count claims of
+// this second linger until a later release sweeps them.
+func (t *taskState) release(k *keyState, now time.Time) {
+	sec := now.Unix()
+	if n := len(t.linger); n > 0 {
+		keep := t.linger[:0]
+		for _, x := range t.linger {
+			switch {
+			case x.refs > 0 || x.running > 0 || len(x.gates) > 0 || t.keys[x.name] != x:
+			case x.starts.sec >= sec:
+				keep = append(keep, x)
+			default:
+				delete(t.keys, x.name)
+			}
+		}
+		clear(t.linger[len(keep):])
+		t.linger = keep
+	}
+	if k.refs > 0 || k.running > 0 || len(k.gates) > 0 || t.keys[k.name] != k {
+		return
+	}
+	if k.starts.sec >= sec && k.starts.n > 0 {
+		if !slices.Contains(t.linger, k) {
+			t.linger = append(t.linger, k)
+		}
+		return
+	}
+	delete(t.keys, k.name)
+}
+
 // flowInsert resolves the keys of a new job's record.
 func (s *store) flowInsert(r *jobRec) {
 	j := &r.job
@@ -180,9 +213,8 @@ func (s *store) flowDelete(r *jobRec, st core.JobState, now time.Time) {
 		if st == core.StateRunning {
 			k.running--
 		}
-		if k.refs--; k.refs == 0 && k.running == 0 && len(k.gates) == 0 {
-			delete(k.t.keys, k.name)
-		}
+		k.refs--
+		k.t.release(k, now)
 	}
 	if sq := f.sq; sq != nil {
 		sq.move(r, st, "")

@@ -273,7 +273,7 @@ func (s *store) taskGate(r *jobRec) *gate {
 }
 
 // dropGate forgets g once it holds nothing back and counts no token.
-func (s *store) dropGate(g *gate) {
+func (s *store) dropGate(g *gate, now time.Time) {
 	if g.parked.len() > 0 || g.tokens.len() > 0 {
 		return
 	}
@@ -283,9 +283,7 @@ func (s *store) dropGate(g *gate) {
 			delete(g.q.keyGates, g.key)
 		}
 		g.key.gates = without(g.key.gates, g)
-		if k := g.key; k.refs == 0 && k.running == 0 && len(k.gates) == 0 {
-			delete(k.t.keys, k.name)
-		}
+		g.t.release(g.key, now)
 		return
 	}
 	if g.q.taskGates[g.t] == g {
@@ -320,14 +318,14 @@ func (s *store) dropTokens(r *jobRec, from int, refill bool, now time.Time) {
 		if refill {
 			s.fill(g, now)
 		}
-		s.dropGate(g)
+		s.dropGate(g, now)
 	}
 	if g := f.taskTok; g != nil {
 		s.revoke(g, r)
 		if refill {
 			s.fill(g, now)
 		}
-		s.dropGate(g)
+		s.dropGate(g, now)
 	}
 }
 
@@ -339,7 +337,7 @@ func (s *store) unroute(r *jobRec, now time.Time) {
 	if g := f.park; g != nil {
 		g.parked.remove(r)
 		f.park = nil
-		s.dropGate(g)
+		s.dropGate(g, now)
 	}
 	f.waiting = false
 	s.dropTokens(r, stageKey, true, now)

@@ -222,6 +222,10 @@ func runFlowModel(t *testing.T, seed int64, steps int) {
 				if rng.Intn(4) == 0 {
 					r.RunAt = now.Add(time.Duration(rng.Intn(2000)) * time.Millisecond)
 				}
+				if rng.Intn(5) == 0 {
+					// Rescue cancels it once it has run that long.
+					r.Cancel.MaxDuration = time.Duration(1+rng.Intn(4)) * time.Second
+				}
 				reqs = append(reqs, r)
 			}
 			if _, err := b.Enqueue(ctx, reqs); err != nil {
@@ -229,6 +233,20 @@ func runFlowModel(t *testing.T, seed int64, steps int) {
 			}
 		case op < 50:
 			q, limit := pick(queues...), 1+rng.Intn(4)
+			for _, j := range jobs {
+				// A claim cancels the due jobs past their deadline that it
+				// meets, which the model does not predict: Rescue cancels
+				// them first.
+				if _, passed := core.DeadlinePassed(j, now); passed && !j.State.Terminal() {
+					if _, err := b.Rescue(ctx, core.RescueRequest{Limit: 1000}); err != nil {
+						t.Fatal(err)
+					}
+					after := allJobs(t, b)
+					m.noteFailures(jobs, after)
+					jobs = after
+					break
+				}
+			}
 			want := m.expect(jobs, q, limit, now)
 			got, err := b.Claim(ctx, core.ClaimRequest{Queue: q, WorkerID: "w", Limit: limit, LeaseTTL: 10 * time.Second})
 			if err != nil {
@@ -306,9 +324,26 @@ func runFlowModel(t *testing.T, seed int64, steps int) {
 				t.Fatal(err)
 			}
 			m.queues[cfg.Queue] = cfg
+			t.Logf("step %d: queue config %+v", step, cfg)
 		case op < 92:
-			clock.Advance(11 * time.Second)
-			if _, err := b.Rescue(ctx, core.RescueRequest{Limit: 100}); err != nil {
+			if rng.Intn(2) == 0 {
+				clock.Advance(11 * time.Second) // past every lease
+			}
+			if _, err := b.Rescue(ctx, core.RescueRequest{Limit: 1 + rng.Intn(5)}); err != nil {
+				t.Fatal(err)
+			}
+		case op < 93:
+			q := pick(queues...)
+			res, err := b.DeleteQueue(ctx, core.DeleteQueueRequest{Queue: q, Limit: 1 + rng.Intn(3)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Done {
+				delete(m.queues, q) // its config goes with its last job
+				t.Logf("step %d: queue %s deleted", step, q)
+			}
+		case op < 94:
+			if _, err := b.Cleanup(ctx, core.CleanupRequest{FinishedBefore: now, Limit: 1 + rng.Intn(3)}); err != nil {
 				t.Fatal(err)
 			}
 		default:

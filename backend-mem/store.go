@@ -93,6 +93,7 @@ type taskState struct {
 	flow   flowLimits
 	starts window
 	keys   map[string]*keyState
+	linger []*keyState // keys without jobs, kept for this second's claims
 	gates  []*gate
 }
 

@@ -25,6 +25,10 @@ import (
 //     in steps of 1,000, through the backend's own core.BulkActor where
 //     it has one, and through one Cancel call per job (backends that
 //     search jobs only).
+//   - FlowClaim/saturated10, FlowClaim/saturated10000, FlowDrain/perKeyLimit
+//     and FlowDrain/noLimit, when the harness declares Flow: the cost of a
+//     claim beside many saturated limit keys, and of an unsaturated per-key
+//     limit on a drain (see the flow benchmarks' file).
 //
 // Each reports jobs/s beside ns/op; b.N counts jobs, so ns/op is the time
 // per job. Names are stable, so benchstat can compare runs.
@@ -36,6 +40,9 @@ func Bench(b *testing.B, h Harness) {
 	b.Run("EndToEnd", func(b *testing.B) { benchEndToEnd(b, h) })
 	b.Run("BulkCancel/native", func(b *testing.B) { benchBulkCancel(b, h, false) })
 	b.Run("BulkCancel/perJob", func(b *testing.B) { benchBulkCancel(b, h, true) })
+	if h.Capabilities.Flow {
+		benchFlow(b, h)
+	}
 }
 
 func benchBackend(b *testing.B, h Harness) core.QueueBackend {

@@ -8,7 +8,7 @@
 // outcomes and run rows, durable sleeps, checkpoints, cancel and retry,
 // cancellation deadlines, reads and pagination, task and queue configs,
 // retention, Close, aliasing of returned values, the optional capabilities,
-// and a model-based test of random operation sequences.
+// flow control, and a model-based test of random operation sequences.
 //
 // # Running the suite against an adapter
 //
@@ -89,6 +89,25 @@
 //     and delete by filter in bounded steps, with exact counts while
 //     workers claim. A backend that implements [core.BulkActor] runs
 //     those steps itself, so the same cases test its BulkStep.
+//   - Capabilities.Flow declares [core.FlowController] and every flow rule
+//     at claim. The areas FlowLimits, FlowRates, FlowSequence, FlowUnique,
+//     FlowReads and FlowExact test it: task, queue and per-key concurrency
+//     limits (held-back jobs passed over, the jobs of one claim counted
+//     together, config changes at the next claim, slots freed by complete,
+//     fail, retry, sleep, cancel, rescue and delete); start rates per task
+//     and per key in one-second windows aligned to whole seconds of the
+//     suite's clock (the clock starts on a whole second); sequences (id
+//     order, one at a time, HoldSequenceOnFailure, cancel, delete, rescue
+//     and sleep); the unique modes, with Retry, bulk retry and RetryTx
+//     refused with [core.ErrIdempotencyConflict] when another job holds
+//     the key, and FindByIdempotencyKey returning the holder; the flow
+//     fields of every read, JobSearch.LimitKey and SequenceKey, and
+//     RunningByKey; the validation of every flow input. FlowExact races 8
+//     claimers over 2,000 jobs per limit and checks, by the store's own
+//     counts sampled during the race and by the claimers' record, that no
+//     limit is exceeded at any instant. A harness that does not declare
+//     Flow runs none of those areas; its backend must lack
+//     [core.FlowController] or report [core.ErrUnsupported] from it.
 //
 // Notifications that a harness does not declare: [core.SubscribeQueue]
 // must report ok=false, or, where the backend type implements
@@ -124,7 +143,12 @@
 //
 // [Bench] runs Enqueue/single, Enqueue/batch100, ClaimComplete/single,
 // ClaimComplete/batch100 and EndToEnd on the system clock, and reports
-// jobs/s; the names are stable for benchstat.
+// jobs/s; the names are stable for benchstat. A harness that declares Flow
+// also runs FlowClaim/saturated10 against FlowClaim/saturated10000 (the
+// cost of a claim beside 10 or 10,000 saturated limit keys) and
+// FlowDrain/perKeyLimit against FlowDrain/noLimit (a drain over 100 keys
+// with an unsaturated per-key limit, and without); ns/op is per claimed
+// job, so each pair reads as a ratio.
 //
 // # Test environment
 //

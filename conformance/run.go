@@ -37,6 +37,12 @@ var areas = []area{
 	{"Delete", testDelete},
 	{"Bulk", testBulk},
 	{"Model", testModel},
+	{"FlowLimits", testFlowLimits},
+	{"FlowRates", testFlowRates},
+	{"FlowSequence", testFlowSequence},
+	{"FlowUnique", testFlowUnique},
+	{"FlowReads", testFlowReads},
+	{"FlowExact", testFlowExact},
 }
 
 // Run runs the conformance suite against the backend that h describes.

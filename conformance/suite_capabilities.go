@@ -37,6 +37,11 @@ func testCapabilities(t *testing.T, h Harness) {
 	} else {
 		cs["TxUndeclared"] = txUndeclared
 	}
+	if h.Capabilities.Flow {
+		cs["FlowDeclared"] = flowDeclared
+	} else {
+		cs["FlowUndeclared"] = flowUndeclared
+	}
 	cases(t, h, cs)
 }
 

@@ -158,3 +158,12 @@ func (b base) DeleteQueue(ctx context.Context, req core.DeleteQueueRequest) (cor
 	}
 	return jd.DeleteQueue(ctx, req)
 }
+
+// RunningByKey forwards to the wrapped backend's core.FlowController.
+func (b base) RunningByKey(ctx context.Context, task string, limit int) ([]core.KeyCount, error) {
+	fc, ok := b.QueueBackend.(core.FlowController)
+	if !ok {
+		return nil, core.ErrUnsupported
+	}
+	return fc.RunningByKey(ctx, task, limit)
+}
