@@ -2,6 +2,7 @@ package cli
 
 import (
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -86,9 +87,15 @@ func migrateStatusAndDown(t *testing.T, kind, u string) {
 	}
 
 	if kind == "postgres" {
+		// Every version above 4 has a down step so far; they are undone
+		// newest first.
+		var above []string
+		for v := s.Latest; v > 4; v-- {
+			above = append(above, strconv.Itoa(v))
+		}
 		r := must(t, ExitOK, "migrate", "down", "4", u)
-		if !strings.Contains(r.stdout, "undid [5]") {
-			t.Fatalf("down 4: %s", r.stdout)
+		if want := "undid [" + strings.Join(above, " ") + "]"; !strings.Contains(r.stdout, want) {
+			t.Fatalf("down 4: %s, want %q", r.stdout, want)
 		}
 		s := decode[statusJSON](t, must(t, ExitOK, "migrate", "status", u, "--json"))
 		if s.Version != 4 || s.Migrations[4].Applied || !s.Migrations[4].Reversible {
