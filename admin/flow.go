@@ -43,7 +43,10 @@ func checkFlowSearch(bs []core.QueueBackend, q core.JobSearch) error {
 
 // runningByKey merges the busiest limit keys of task over every backend:
 // counts of one key add up, most running first (ties by key), at most
-// limit keys.
+// limit keys. Behind a router each backend is asked for its busiest
+// core.MaxPageSize keys, so that a key busy on the sum but not on any one
+// store is still counted; the merge is exact while no store runs jobs of
+// more keys than that.
 func (s stores) runningByKey(ctx context.Context, task string, limit int) ([]core.KeyCount, error) {
 	fcs, err := flowControllers(s.all(), "running jobs by limit key")
 	if err != nil {
@@ -54,7 +57,7 @@ func (s stores) runningByKey(ctx context.Context, task string, limit int) ([]cor
 	}
 	sum := map[string]int64{}
 	for _, fc := range fcs {
-		ks, err := fc.RunningByKey(ctx, task, limit)
+		ks, err := fc.RunningByKey(ctx, task, core.MaxPageSize)
 		if err != nil {
 			return nil, err
 		}

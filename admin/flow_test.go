@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	mem "github.com/boson-go/boson/backend-mem"
 	"github.com/boson-go/boson/core"
 )
 
@@ -240,5 +241,74 @@ func TestDashboardFlow(t *testing.T) {
 	code, html = getPage(t, c, base+"jobs?limit_key=acme&state=running")
 	if code != 200 || strings.Count(html, `data-job="`) != 2 || !strings.Contains(html, `value="acme"`) {
 		t.Fatalf("running jobs of acme: %d\n%s", code, html)
+	}
+}
+
+// TestFlowAcrossARouter reads flow over two stores behind a router: a
+// task config goes to both, running jobs and the counts of one limit key
+// add up, the busiest keys are ordered over the union, and a queue's
+// limit is its own store's.
+func TestFlowAcrossARouter(t *testing.T) {
+	ctx := context.Background()
+	a, b := mem.New(mem.Options{}), mem.New(mem.Options{})
+	t.Cleanup(func() { _ = a.Close(); _ = b.Close() })
+	r := core.NewRouter(a)
+	if err := r.Register("other", b); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Route("far", "other"); err != nil {
+		t.Fatal(err)
+	}
+	h, err := New(Options{Router: r, Auth: NoAuth(), Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, be: a, h: h, srv: newTestServer(t, h)}
+	e.expect("PUT", "/api/v1/tasks/t/config", "", map[string]any{"max_running_per_key": 3}, 200, "")
+	for _, be := range []*mem.Backend{a, b} {
+		if c, err := be.GetTaskConfig(ctx, "t"); err != nil || c.MaxRunningPerKey != 3 {
+			t.Fatalf("config on each store: %+v %v", c, err)
+		}
+	}
+	for _, s := range []struct {
+		be    *mem.Backend
+		queue string
+		keys  []string
+	}{{a, "near", []string{"k1", "k2", "k2"}}, {b, "far", []string{"k2", "k3", "k3", "k1"}}} {
+		var reqs []core.EnqueueRequest
+		for _, k := range s.keys {
+			reqs = append(reqs, core.EnqueueRequest{Queue: s.queue, Task: "t", LimitKey: k})
+		}
+		if _, err := s.be.Enqueue(ctx, reqs); err != nil {
+			t.Fatal(err)
+		}
+		if js, err := s.be.Claim(ctx, core.ClaimRequest{Queue: s.queue, WorkerID: "w", Limit: 10, LeaseTTL: time.Hour}); err != nil || len(js) != len(s.keys) {
+			t.Fatalf("claim on %s: %d %v", s.queue, len(js), err)
+		}
+	}
+	var tf taskFlowView
+	e.do("GET", "/api/v1/tasks/t/flow", "", nil, &tf)
+	want := taskFlowView{Task: "t", Running: 7, MaxRunningPerKey: 3,
+		Keys: []keyView{{Key: "k2", Running: 3, AtLimit: true}, {Key: "k1", Running: 2}, {Key: "k3", Running: 2}}}
+	if !sameTaskFlow(tf, want) {
+		t.Fatalf("task flow over a router:\n got %+v\nwant %+v", tf, want)
+	}
+	e.do("GET", "/api/v1/tasks/t/flow?limit=2", "", nil, &tf)
+	if len(tf.Keys) != 2 || tf.Keys[1].Key != "k1" {
+		t.Fatalf("two busiest keys: %+v", tf.Keys)
+	}
+	e.expect("PUT", "/api/v1/queues/far/config", "", map[string]any{"max_running": 9}, 200, "")
+	if c, _ := a.GetQueueConfig(ctx, "far"); c.MaxRunning != 0 {
+		t.Fatalf("the queue's limit went to the wrong store: %+v", c)
+	}
+	var qf queueFlowView
+	e.do("GET", "/api/v1/queues/far/flow", "", nil, &qf)
+	if qf != (queueFlowView{Queue: "far", Running: 4, MaxRunning: 9}) {
+		t.Fatalf("queue flow over a router: %+v", qf)
+	}
+	var page jobPageView
+	e.do("GET", "/api/v1/jobs?limit_key=k1", "", nil, &page)
+	if len(page.Jobs) != 2 {
+		t.Fatalf("jobs of k1 over a router: %v", pageIDs(page))
 	}
 }
