@@ -2,7 +2,10 @@ package admin
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"net/http/cookiejar"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -310,5 +313,44 @@ func TestFlowAcrossARouter(t *testing.T) {
 	e.do("GET", "/api/v1/jobs?limit_key=k1", "", nil, &page)
 	if len(page.Jobs) != 2 {
 		t.Fatalf("jobs of k1 over a router: %v", pageIDs(page))
+	}
+}
+
+// TestDashboardBulkByLimitKey cancels from the job list filtered by limit
+// key: the preview counts that key's jobs only, and the confirm cancels
+// exactly those.
+func TestDashboardBulkByLimitKey(t *testing.T) {
+	e := newEnv(t, NoAuth())
+	f := seedFlow(t, e)
+	srv := mounted(t, e.h)
+	c := srv.Client()
+	c.Jar, _ = cookiejar.New(nil)
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	base := srv.URL + "/ops/admin/"
+	csrf := formToken(t, c, base+"jobs?limit_key=acme&state=queued", "")
+	filter := "limit_key=acme&state=queued"
+	resp, err := c.PostForm(base+"bulk/cancel", url.Values{"csrf": {csrf}, "filter": {filter}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(body), `data-count="1"`) {
+		t.Fatalf("preview by limit key: %d\n%s", resp.StatusCode, body)
+	}
+	resp, err = c.PostForm(base+"bulk/cancel", url.Values{"csrf": {csrf}, "filter": {filter}, "confirm_count": {"1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 303 {
+		t.Fatalf("confirm by limit key: %d", resp.StatusCode)
+	}
+	got := e.states("work")
+	if got[core.StateCancelled] != 1 || got[core.StateRunning] != 4 {
+		t.Fatalf("after the cancel by key: %v", got)
+	}
+	if j, err := e.be.GetJob(context.Background(), f.acme[2]); err != nil || j.State != core.StateCancelled {
+		t.Fatalf("the queued job of acme: %+v %v", j, err)
 	}
 }
