@@ -101,8 +101,15 @@ func migrateStatusAndDown(t *testing.T, kind, u string) {
 		if s.Version != 4 || s.Migrations[4].Applied || !s.Migrations[4].Reversible {
 			t.Fatalf("after down 4: %+v", s)
 		}
-		must(t, ExitOK, "enqueue", u, "--no-migrate", "--task", "t", "--queue", "mig")
+		// A down is for rolling back to the release that the lower
+		// version serves; this binary may need the versions it undid (the
+		// flow columns of a later version, say), so it migrates up again
+		// before it enqueues.
 		must(t, ExitOK, "migrate", u)
+		must(t, ExitOK, "enqueue", u, "--no-migrate", "--task", "t", "--queue", "mig")
+		if s := decode[statusJSON](t, must(t, ExitOK, "migrate", "status", u, "--json")); s.Version != s.Latest {
+			t.Fatalf("after migrating up again: version %d of %d", s.Version, s.Latest)
+		}
 	}
 	if r := must(t, ExitOK, "migrate", "down", "99", u, "--json"); !strings.Contains(r.stdout, `"undone": []`) {
 		t.Fatalf("down above the current version: %s", r.stdout)
