@@ -31,6 +31,10 @@ func (h *Handler) apiRoutes() []route {
 		api("GET", "/queues/{queue}", PermRead, h.apiGetQueue),
 		api("POST", "/queues/{queue}/pause", PermAdmin, h.apiPause),
 		api("POST", "/queues/{queue}/resume", PermAdmin, h.apiResume),
+		api("GET", "/queues/{queue}/config", PermRead, h.apiGetQueueConfig),
+		api("PUT", "/queues/{queue}/config", PermAdmin, h.apiPutQueueConfig),
+		api("GET", "/queues/{queue}/flow", PermRead, h.apiQueueFlow),
+		api("GET", "/tasks/{task}/flow", PermRead, h.apiTaskFlow),
 	)
 }
 
@@ -86,6 +90,9 @@ func (h *Handler) enqueue(r *http.Request, body []byte) (core.EnqueueResult, err
 		return core.EnqueueResult{}, err
 	}
 	b, err := h.st.forQueue(req.Queue)
+	if err == nil {
+		err = checkFlowRequest(b, req)
+	}
 	if err != nil {
 		return core.EnqueueResult{}, err
 	}

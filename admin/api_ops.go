@@ -115,7 +115,7 @@ func (h *Handler) apiCountJobs(w http.ResponseWriter, r *http.Request, _ params)
 
 // countJobs counts f: through search when it sets a search field.
 func (h *Handler) countJobs(r *http.Request, f core.JobSearch) (map[core.JobState]int64, error) {
-	if f.HasSearchFields() {
+	if hasSearch(f) {
 		return h.st.countSearch(r.Context(), f)
 	}
 	return h.st.countJobs(r.Context(), f.JobFilter)

@@ -127,6 +127,9 @@ func (h *Handler) apiPutTaskConfig(w http.ResponseWriter, r *http.Request, p par
 		cfg, err = parseTaskConfig(body, t)
 	}
 	if err == nil {
+		err = h.st.checkFlowConfig(cfg)
+	}
+	if err == nil {
 		err = h.st.putTaskConfig(r.Context(), cfg)
 	}
 	if err != nil {

@@ -202,6 +202,8 @@ func TestBrowserEnqueueForm(t *testing.T) {
 	}
 	err = chromedp.Do(ctx,
 		chromedp.SetValue(css(`textarea[name="payload"]`), `{"width": 640}`),
+		chromedp.SendKeys(css(`input[name="limit_key"]`), "acme"),
+		chromedp.SendKeys(css(`input[name="sequence_key"]`), "album-7"),
 		chromedp.Click(css(`#submit`)),
 		chromedp.WaitVisible(css(`#payload`)),
 	)
@@ -213,8 +215,12 @@ func TestBrowserEnqueueForm(t *testing.T) {
 		t.Fatalf("stored jobs: %+v %v", page, err)
 	}
 	j := page.Jobs[0]
-	if j.Task != "resize" || string(j.Payload) != `{"width":640}` || j.Headers["tenant"] != "acme" || text(t, ctx, `#state`) != "queued" {
+	if j.Task != "resize" || string(j.Payload) != `{"width":640}` || j.Headers["tenant"] != "acme" || text(t, ctx, `#state`) != "queued" ||
+		j.LimitKey != "acme" || j.SequenceKey != "album-7" {
 		t.Fatalf("stored job %+v", j)
+	}
+	if lk, sk := text(t, ctx, `#limit-key`), text(t, ctx, `#sequence-key`); lk != "acme" || !strings.HasPrefix(sk, "album-7") {
+		t.Fatalf("job page keys: limit %q, sequence %q", lk, sk)
 	}
 }
 
@@ -270,6 +276,8 @@ func TestBrowserNarrowAndWide(t *testing.T) {
 	e := newEnv(t, NoAuth())
 	seedHistory(t, e)
 	failMany(t, e, "act", "upstream: 503 service unavailable", 4)
+	seedFlow(t, e)
+	e.expect("PUT", "/api/v1/queues/work/config", "", map[string]any{"max_running": 4}, 200, "")
 	srv := mounted(t, e.h)
 	dir := t.TempDir()
 	if os.Getenv("BOSON_UPDATE_SCREENSHOTS") == "1" {
@@ -285,6 +293,8 @@ func TestBrowserNarrowAndWide(t *testing.T) {
 			{"runs", "runs", "#runs"},
 			{"jobs", "jobs", "#jobs"},
 			{"tasks", "tasks", "#tasks"},
+			{"task", "tasks/tenant_task", "#keys"},
+			{"queue-limited", "queues/work", "#queue-limit"},
 		} {
 			vp := chromedp.EmulateViewport(width, 900)
 			if width < 600 {

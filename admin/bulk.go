@@ -22,6 +22,9 @@ var bulkBudget = 5 * time.Second
 // bulkPreview counts the jobs req would change on every backend it reads.
 func (s stores) bulkPreview(ctx context.Context, req core.BulkRequest) (core.BulkResult, error) {
 	bs, err := s.backendsFor(req.Search.Queue)
+	if err == nil {
+		err = checkFlowSearch(bs, req.Search)
+	}
 	if err != nil {
 		return core.BulkResult{}, err
 	}
@@ -45,6 +48,9 @@ func (s stores) bulkPreview(ctx context.Context, req core.BulkRequest) (core.Bul
 // the backend it continues on as "<index>~<cursor>".
 func (s stores) bulkRun(ctx context.Context, req core.BulkRequest, max int64, budget time.Duration) (core.BulkResult, error) {
 	bs, err := s.backendsFor(req.Search.Queue)
+	if err == nil {
+		err = checkFlowSearch(bs, req.Search)
+	}
 	if err != nil {
 		return core.BulkResult{}, err
 	}

@@ -29,11 +29,21 @@
 //	GET  /api/v1/tasks                   known tasks with stats and config
 //	GET  /api/v1/tasks/{task}            one task's stats and config
 //	GET  /api/v1/tasks/{task}/config     stored task config (404 when none)
-//	PUT  /api/v1/tasks/{task}/config     store a task config
+//	PUT  /api/v1/tasks/{task}/config     store a task config (flow limits included)
+//	GET  /api/v1/tasks/{task}/flow       running jobs against the task's flow limits, busiest limit keys
 //	GET  /api/v1/queues                  queues with counts by state and the paused flag
 //	GET  /api/v1/queues/{queue}          one queue's counts and stored config
 //	POST /api/v1/queues/{queue}/pause    pause (other stored settings are kept)
 //	POST /api/v1/queues/{queue}/resume   resume
+//	GET  /api/v1/queues/{queue}/config   the queue's stored settings
+//	PUT  /api/v1/queues/{queue}/config   store them (max_running included; paused kept unless given)
+//	GET  /api/v1/queues/{queue}/flow     running jobs against the queue's max_running
+//
+// Flow control (limits at claim, sequences, limit keys) needs a backend
+// that implements [core.FlowController]: the flow reads, a search by
+// limit_key or sequence_key, a config that sets a flow limit and an
+// enqueue with flow fields answer 501 on any other, rather than reading
+// or storing what would not hold.
 //
 // Payloads, results and checkpoint values appear as JSON values when they
 // hold valid JSON and as base64 in a sibling "*_base64" field otherwise;

@@ -28,7 +28,7 @@ type pages struct {
 	chart *template.Template
 }
 
-var pageNames = []string{"queues", "queue", "jobs", "job", "tasks", "runs", "failed", "confirm", "bulk", "enqueue", "error", "login"}
+var pageNames = []string{"queues", "queue", "jobs", "job", "tasks", "task", "runs", "failed", "confirm", "bulk", "enqueue", "error", "login"}
 
 // maxShownBytes bounds how much of a payload, result or error a page shows.
 const maxShownBytes = 64 << 10
@@ -59,6 +59,8 @@ var funcs = template.FuncMap{
 	"canCancel":   func(s core.JobState) bool { return s.Active() },
 	"bulkActions": func() []string { return []string{"retry", "cancel", "delete"} },
 	"canRetry":    func(s core.JobState) bool { return s == core.StateFailed || s == core.StateCancelled },
+	// atLimit reports whether n running jobs reached limit (0: none).
+	"atLimit": func(n int64, limit int) bool { return atLimit(n, limit) },
 }
 
 func loadPages() (*pages, error) {

@@ -24,14 +24,15 @@ func invalidf(field, format string, args ...any) error {
 // state (repeatable or comma-separated), limit (default [DefaultLimit], at
 // most [MaxLimit]), cursor and order ("asc" or "desc"), and the search
 // fields header_key, header_value, id_prefix, ids (repeatable or
-// comma-separated, at most [core.MaxPageSize]) and created_from,
-// created_to, finished_from, finished_to (RFC 3339). Unknown parameters
+// comma-separated, at most [core.MaxPageSize]), created_from, created_to,
+// finished_from, finished_to (RFC 3339), and the flow keys limit_key and
+// sequence_key. Unknown parameters
 // are refused so that a typo does not silently widen a listing.
 func parseFilter(q url.Values) (core.JobSearch, error) {
 	f := core.JobSearch{JobFilter: core.JobFilter{Limit: DefaultLimit}}
 	for k := range q {
 		if !filterParams[k] {
-			return f, invalidf(k, "is not a known parameter (queue, task, state, limit, cursor, order, header_key, header_value, id_prefix, ids, created_from, created_to, finished_from, finished_to)")
+			return f, invalidf(k, "is not a known parameter (queue, task, state, limit, cursor, order, header_key, header_value, id_prefix, ids, created_from, created_to, finished_from, finished_to, limit_key, sequence_key)")
 		}
 	}
 	for k := range filterParams {
@@ -68,6 +69,7 @@ func parseFilter(q url.Values) (core.JobSearch, error) {
 		}
 	}
 	f.HeaderKey, f.HeaderValue, f.IDPrefix = q.Get("header_key"), q.Get("header_value"), q.Get("id_prefix")
+	f.LimitKey, f.SequenceKey = q.Get("limit_key"), q.Get("sequence_key")
 	if f.IDs, err = parseIDs(q["ids"]); err != nil {
 		return f, err
 	}
@@ -108,6 +110,7 @@ var filterParams = map[string]bool{
 	"queue": true, "task": true, "state": true, "limit": true, "cursor": true, "order": true,
 	"header_key": true, "header_value": true, "id_prefix": true, "ids": true,
 	"created_from": true, "created_to": true, "finished_from": true, "finished_to": true,
+	"limit_key": true, "sequence_key": true,
 }
 
 // parseIDs splits repeated or comma-separated ids, refusing more than
@@ -228,6 +231,10 @@ type enqueueBody struct {
 	IdempotencyKey string            `json:"idempotency_key"`
 	Retry          *retryBody        `json:"retry"`
 	Cancel         *cancelBody       `json:"cancel"`
+	Unique         core.UniqueMode   `json:"unique"`
+	UniquePeriod   *duration         `json:"unique_period"`
+	LimitKey       string            `json:"limit_key"`
+	SequenceKey    string            `json:"sequence_key"`
 }
 
 // parseEnqueue turns an enqueue body into a request validated by core.
@@ -241,6 +248,10 @@ func parseEnqueue(data []byte, now time.Time, actor string, l core.Limits) (core
 	req := core.EnqueueRequest{
 		Task: b.Task, Queue: b.Queue, Headers: b.Headers, Priority: b.Priority,
 		MaxAttempts: b.MaxAttempts, IdempotencyKey: b.IdempotencyKey, Retry: b.Retry.policy(), Actor: actor,
+		Unique: b.Unique, LimitKey: b.LimitKey, SequenceKey: b.SequenceKey,
+	}
+	if b.UniquePeriod != nil {
+		req.UniquePeriod = time.Duration(*b.UniquePeriod)
 	}
 	if b.Payload != nil && b.PayloadBase64 != nil {
 		return req, invalidf("payload", "give payload or payload_base64, not both")
@@ -286,6 +297,12 @@ type taskConfigBody struct {
 	Priority            int        `json:"priority"`
 	MaxAttempts         int        `json:"max_attempts"`
 	Retry               *retryBody `json:"retry"`
+	// The flow limits (see core.TaskConfig).
+	MaxRunning               int  `json:"max_running"`
+	MaxRunningPerKey         int  `json:"max_running_per_key"`
+	MaxStartsPerSecond       int  `json:"max_starts_per_second"`
+	MaxStartsPerSecondPerKey int  `json:"max_starts_per_second_per_key"`
+	HoldSequenceOnFailure    bool `json:"hold_sequence_on_failure"`
 }
 
 // parseTaskConfig turns a task config body into a validated config for
@@ -299,7 +316,9 @@ func parseTaskConfig(data []byte, task string) (core.TaskConfig, error) {
 		return core.TaskConfig{}, invalidf("task", "%q differs from the task %q in the path", b.Task, task)
 	}
 	c := core.TaskConfig{Task: task, MaxInFlight: b.MaxInFlight, MaxEnqueuePerSecond: b.MaxEnqueuePerSecond,
-		Queue: b.Queue, Priority: b.Priority, MaxAttempts: b.MaxAttempts, Retry: b.Retry.policy()}
+		Queue: b.Queue, Priority: b.Priority, MaxAttempts: b.MaxAttempts, Retry: b.Retry.policy(),
+		MaxRunning: b.MaxRunning, MaxRunningPerKey: b.MaxRunningPerKey, MaxStartsPerSecond: b.MaxStartsPerSecond,
+		MaxStartsPerSecondPerKey: b.MaxStartsPerSecondPerKey, HoldSequenceOnFailure: b.HoldSequenceOnFailure}
 	if err := core.ValidateTaskConfig(c); err != nil {
 		return core.TaskConfig{}, err
 	}

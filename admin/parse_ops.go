@@ -21,6 +21,8 @@ type searchBody struct {
 	CreatedTo    *time.Time `json:"created_to"`
 	FinishedFrom *time.Time `json:"finished_from"`
 	FinishedTo   *time.Time `json:"finished_to"`
+	LimitKey     string     `json:"limit_key"`
+	SequenceKey  string     `json:"sequence_key"`
 }
 
 func orZero(t *time.Time) time.Time {
@@ -37,6 +39,7 @@ func (b searchBody) search() (core.JobSearch, error) {
 		HeaderKey: b.HeaderKey, HeaderValue: b.HeaderValue, IDPrefix: b.IDPrefix, IDs: b.IDs,
 		Created:  core.TimeRange{From: orZero(b.CreatedFrom), To: orZero(b.CreatedTo)},
 		Finished: core.TimeRange{From: orZero(b.FinishedFrom), To: orZero(b.FinishedTo)},
+		LimitKey: b.LimitKey, SequenceKey: b.SequenceKey,
 	}
 	if len(b.IDs) > core.MaxPageSize {
 		return s, invalidf("ids", "%d ids, the limit is %d; split the list", len(b.IDs), core.MaxPageSize)
@@ -58,7 +61,7 @@ func (b searchBody) search() (core.JobSearch, error) {
 
 // matchesAll reports whether s selects every job.
 func matchesAll(s core.JobSearch) bool {
-	return s.Queue == "" && s.Task == "" && len(s.States) == 0 && !s.HasSearchFields()
+	return s.Queue == "" && s.Task == "" && len(s.States) == 0 && !hasSearch(s)
 }
 
 // bulkBody is the JSON body of a bulk preview or confirm.

@@ -52,6 +52,9 @@ func (s stores) searchJobs(ctx context.Context, q core.JobSearch) ([]foundJob, s
 	if err != nil {
 		return nil, "", err
 	}
+	if err := checkFlowSearch(bs, q); err != nil {
+		return nil, "", err
+	}
 	jss, err := capable[core.JobSearcher](bs, "job search")
 	if err != nil {
 		return nil, "", err
@@ -83,6 +86,9 @@ func (s stores) searchJobs(ctx context.Context, q core.JobSearch) ([]foundJob, s
 func (s stores) countSearch(ctx context.Context, q core.JobSearch) (map[core.JobState]int64, error) {
 	bs, err := s.backendsFor(q.Queue)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkFlowSearch(bs, q); err != nil {
 		return nil, err
 	}
 	jss, err := capable[core.JobSearcher](bs, "job search")
@@ -244,7 +250,7 @@ func (s stores) deleteQueueStep(ctx context.Context, req core.DeleteQueueRequest
 // jobPage lists one page of q: through the search capability when q sets a
 // search field, else through ListJobs, which every backend offers.
 func (s stores) jobPage(ctx context.Context, q core.JobSearch) (core.JobPage, error) {
-	if !q.HasSearchFields() {
+	if !hasSearch(q) {
 		return s.listJobs(ctx, q.JobFilter)
 	}
 	found, next, err := s.searchJobs(ctx, q)

@@ -19,6 +19,7 @@ func (h *Handler) uiRoutes() []route {
 		ui("GET", "/jobs", PermRead, h.uiJobs),
 		ui("GET", "/jobs/{id}", PermRead, h.uiJob),
 		ui("GET", "/tasks", PermRead, h.uiTasks),
+		ui("GET", "/tasks/{task}", PermRead, h.uiTask),
 		ui("POST", "/jobs/{id}/cancel", PermAdmin, h.uiCancel),
 		ui("POST", "/jobs/{id}/retry", PermAdmin, h.uiRetry),
 		ui("POST", "/queues/{queue}/pause", PermAdmin, h.uiPause),
@@ -70,9 +71,14 @@ func (h *Handler) uiJobs(w http.ResponseWriter, r *http.Request, _ params) {
 	}
 	notice := q.Get("done")
 	q.Del("done")
-	// The dashboard lists newest first unless asked otherwise.
+	// The dashboard lists newest first unless asked otherwise, but a
+	// sequence's jobs in the order they run.
 	if q.Get("order") == "" {
-		q.Set("order", "desc")
+		order := "desc"
+		if q.Get("sequence_key") != "" {
+			order = "asc"
+		}
+		q.Set("order", order)
 	}
 	f, err := parseFilter(q)
 	if err != nil {

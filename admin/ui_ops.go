@@ -161,6 +161,8 @@ func (h *Handler) uiLiveCounts(w http.ResponseWriter, r *http.Request, _ params)
 // enqueueForm holds the fields of the enqueue form as typed.
 type enqueueForm struct {
 	Task, Queue, Payload, Headers, Priority, Delay, MaxAttempts, Key string
+	// LimitKey and SequenceKey are the job's flow keys.
+	LimitKey, SequenceKey string
 }
 
 type enqueueData struct {
@@ -181,7 +183,8 @@ func (h *Handler) uiEnqueue(w http.ResponseWriter, r *http.Request, _ params) {
 	}
 	f := r.PostForm
 	form := enqueueForm{Task: f.Get("task"), Queue: f.Get("queue"), Payload: f.Get("payload"), Headers: f.Get("headers"),
-		Priority: f.Get("priority"), Delay: f.Get("delay"), MaxAttempts: f.Get("max_attempts"), Key: f.Get("idempotency_key")}
+		Priority: f.Get("priority"), Delay: f.Get("delay"), MaxAttempts: f.Get("max_attempts"), Key: f.Get("idempotency_key"),
+		LimitKey: f.Get("limit_key"), SequenceKey: f.Get("sequence_key")}
 	body, err := form.body()
 	var res core.EnqueueResult
 	if err == nil {
@@ -245,6 +248,12 @@ func (f enqueueForm) body() ([]byte, error) {
 	}
 	if v := strings.TrimSpace(f.Key); v != "" {
 		b["idempotency_key"] = v
+	}
+	if v := strings.TrimSpace(f.LimitKey); v != "" {
+		b["limit_key"] = v
+	}
+	if v := strings.TrimSpace(f.SequenceKey); v != "" {
+		b["sequence_key"] = v
 	}
 	return json.Marshal(b)
 }

@@ -86,6 +86,10 @@ type jobView struct {
 	ResultBase64   string            `json:"result_base64,omitempty"`
 	LastError      string            `json:"last_error,omitempty"`
 	Lease          *leaseView        `json:"lease,omitempty"`
+	Unique         core.UniqueMode   `json:"unique,omitempty"`
+	UniquePeriod   string            `json:"unique_period,omitempty"`
+	LimitKey       string            `json:"limit_key,omitempty"`
+	SequenceKey    string            `json:"sequence_key,omitempty"`
 }
 
 func toJobView(j core.Job) jobView {
@@ -95,6 +99,7 @@ func toJobView(j core.Job) jobView {
 		Retry: toRetryView(j.Retry), IdempotencyKey: j.IdempotencyKey, Fingerprint: j.Fingerprint,
 		Actor: j.Actor, RunAt: j.RunAt.UTC(), CreatedAt: j.CreatedAt.UTC(),
 		FirstStartedAt: timePtr(j.FirstStartedAt), FinishedAt: timePtr(j.FinishedAt), LastError: j.LastError,
+		Unique: j.Unique, UniquePeriod: durString(j.UniquePeriod), LimitKey: j.LimitKey, SequenceKey: j.SequenceKey,
 	}
 	v.Payload, v.PayloadBase64 = splitBytes(j.Payload)
 	v.Result, v.ResultBase64 = splitBytes(j.Result)
@@ -159,11 +164,19 @@ type taskConfigView struct {
 	Priority            int        `json:"priority,omitempty"`
 	MaxAttempts         int        `json:"max_attempts,omitempty"`
 	Retry               *retryView `json:"retry,omitempty"`
+	// The flow limits, enforced at claim by a core.FlowController.
+	MaxRunning               int  `json:"max_running,omitempty"`
+	MaxRunningPerKey         int  `json:"max_running_per_key,omitempty"`
+	MaxStartsPerSecond       int  `json:"max_starts_per_second,omitempty"`
+	MaxStartsPerSecondPerKey int  `json:"max_starts_per_second_per_key,omitempty"`
+	HoldSequenceOnFailure    bool `json:"hold_sequence_on_failure,omitempty"`
 }
 
 func toTaskConfigView(c core.TaskConfig) taskConfigView {
 	return taskConfigView{Task: c.Task, MaxInFlight: c.MaxInFlight, MaxEnqueuePerSecond: c.MaxEnqueuePerSecond,
-		Queue: c.Queue, Priority: c.Priority, MaxAttempts: c.MaxAttempts, Retry: toRetryView(c.Retry)}
+		Queue: c.Queue, Priority: c.Priority, MaxAttempts: c.MaxAttempts, Retry: toRetryView(c.Retry),
+		MaxRunning: c.MaxRunning, MaxRunningPerKey: c.MaxRunningPerKey, MaxStartsPerSecond: c.MaxStartsPerSecond,
+		MaxStartsPerSecondPerKey: c.MaxStartsPerSecondPerKey, HoldSequenceOnFailure: c.HoldSequenceOnFailure}
 }
 
 type taskView struct {
@@ -180,11 +193,12 @@ type queueView struct {
 	Paused       bool                    `json:"paused"`
 	RetentionTTL string                  `json:"retention_ttl,omitempty"`
 	CleanupLimit int                     `json:"cleanup_limit,omitempty"`
+	MaxRunning   int                     `json:"max_running,omitempty"`
 }
 
 func toQueueConfigView(c core.QueueConfig, jobs map[core.JobState]int64) queueView {
 	if jobs == nil {
 		jobs = map[core.JobState]int64{}
 	}
-	return queueView{Queue: c.Queue, Jobs: jobs, Paused: c.Paused, RetentionTTL: durString(c.RetentionTTL), CleanupLimit: c.CleanupLimit}
+	return queueView{Queue: c.Queue, Jobs: jobs, Paused: c.Paused, RetentionTTL: durString(c.RetentionTTL), CleanupLimit: c.CleanupLimit, MaxRunning: c.MaxRunning}
 }

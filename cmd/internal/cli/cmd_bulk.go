@@ -111,6 +111,9 @@ func runBulk(ctx context.Context, c *call) error {
 	ctx, cancel := c.withExplicitTimeout(ctx)
 	defer cancel()
 	_, st, err := openCapability[core.JobSearcher](ctx, c, "job search, which bulk actions need")
+	if err == nil {
+		err = f.needFlow(st)
+	}
 	if err != nil {
 		return err
 	}

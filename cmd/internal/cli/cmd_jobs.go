@@ -31,8 +31,10 @@ next page ("next: ID", pass it as --cursor), or use --all to follow every page.
 Filters combine: --queue, --task and --state (comma-separated states: queued,
 running, sleeping, succeeded, failed, cancelled); the search filters --header,
 --id-prefix, --ids, --created-from/--created-to and --finished-from/
---finished-to need a store that offers search (else exit 6). Times are RFC
-3339, a date, or a duration ago such as 2h.
+--finished-to need a store that offers search (else exit 6), and
+--limit-key and --sequence-key a store that enforces flow control (else exit
+6). Times are RFC 3339, a date, or a duration ago such as 2h. A sequence's
+jobs in the order they run: --queue Q --sequence-key K.
 
 "boson jobs get ID" shows one job with its payload, result and last error;
 --runs adds its runs, --checkpoints its checkpoints. An unknown id exits 3.`,
@@ -106,7 +108,10 @@ func listJobs(ctx context.Context, c *call, jf *jobsFlags) error {
 		return st.Backend.ListJobs(ctx, s.JobFilter)
 	}
 	if jf.searching() {
-		js, err := capability[core.JobSearcher](st, "job search (--header, --id-prefix, --ids, time ranges)")
+		js, err := capability[core.JobSearcher](st, "job search (--header, --id-prefix, --ids, time ranges, --limit-key, --sequence-key)")
+		if err == nil {
+			err = jf.needFlow(st)
+		}
 		if err != nil {
 			return err
 		}
@@ -192,6 +197,9 @@ func getJob(ctx context.Context, c *call, jf *jobsFlags, id string) error {
 	row("first started", stamp(j.FirstStartedAt))
 	row("finished", stamp(j.FinishedAt))
 	row("idempotency key", j.IdempotencyKey)
+	row("unique", uniqueText(j))
+	row("limit key", j.LimitKey)
+	row("sequence key", j.SequenceKey)
 	row("actor", j.Actor)
 	for _, k := range sortedKeys(j.Headers) {
 		row("header "+k, j.Headers[k])
@@ -223,6 +231,18 @@ func getJob(ctx context.Context, c *call, jf *jobsFlags, id string) error {
 		}
 	}
 	return nil
+}
+
+// uniqueText says how long a job's idempotency key holds, when not until
+// retention (the default).
+func uniqueText(j core.Job) string {
+	switch j.Unique {
+	case core.UniqueWhileActive:
+		return "while active (the key is free once the job is terminal)"
+	case core.UniqueByPeriod:
+		return fmt.Sprintf("by period of %s (held until %s)", j.UniquePeriod, stamp(core.PeriodEnd(j.CreatedAt, j.UniquePeriod)))
+	}
+	return ""
 }
 
 func stamp(t time.Time) string {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/boson-go/boson/cmd/internal/store"
 	"github.com/boson-go/boson/core"
 )
 
@@ -14,6 +15,8 @@ type searchFlags struct {
 	header, idPrefix    string
 	ids                 stringList
 	created, finished   timeRangeFlags
+	// limitKey and sequenceKey select by flow key (core.FlowController).
+	limitKey, sequenceKey string
 }
 
 type timeRangeFlags struct{ from, to string }
@@ -29,19 +32,37 @@ func (f *searchFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.created.to, "created-to", "", "only jobs created before this `time`")
 	fs.StringVar(&f.finished.from, "finished-from", "", "only jobs finished at or after this `time`")
 	fs.StringVar(&f.finished.to, "finished-to", "", "only jobs finished before this `time`")
+	fs.StringVar(&f.limitKey, "limit-key", "", "only jobs with this limit `key` (a store with flow control)")
+	fs.StringVar(&f.sequenceKey, "sequence-key", "", "only jobs with this sequence `key` (a store with flow control); with the default order, a sequence's jobs in the order they run")
 }
 
 // searching reports whether a flag beyond queue, task and state is set, so
 // that the listing needs the store's search capability.
 func (f *searchFlags) searching() bool {
 	return f.header != "" || f.idPrefix != "" || len(f.ids) > 0 ||
-		f.created != (timeRangeFlags{}) || f.finished != (timeRangeFlags{})
+		f.created != (timeRangeFlags{}) || f.finished != (timeRangeFlags{}) || f.flowKeys()
+}
+
+// flowKeys reports whether --limit-key or --sequence-key is set: only a
+// store that enforces flow control honours them, so the search needs its
+// core.FlowController (another store would ignore the key and match too
+// many jobs).
+func (f *searchFlags) flowKeys() bool { return f.limitKey != "" || f.sequenceKey != "" }
+
+// needFlow checks that st honours the flow keys of the flags, if any.
+func (f *searchFlags) needFlow(st *store.Store) error {
+	if !f.flowKeys() {
+		return nil
+	}
+	_, err := capability[core.FlowController](st, "flow control, which --limit-key and --sequence-key need")
+	return err
 }
 
 // search turns the flags into a validated search; relative times count
 // back from now.
 func (f *searchFlags) search(now time.Time) (core.JobSearch, error) {
-	s := core.JobSearch{JobFilter: core.JobFilter{Queue: f.queue, Task: f.task}, IDPrefix: f.idPrefix, IDs: f.ids}
+	s := core.JobSearch{JobFilter: core.JobFilter{Queue: f.queue, Task: f.task}, IDPrefix: f.idPrefix, IDs: f.ids,
+		LimitKey: f.limitKey, SequenceKey: f.sequenceKey}
 	if f.states != "" {
 		for _, v := range strings.Split(f.states, ",") {
 			st, err := core.ParseJobState(strings.TrimSpace(v))
@@ -103,5 +124,6 @@ func parseWhen(flagName, v string, now time.Time) (time.Time, error) {
 // matchesAll reports whether s selects every job.
 func matchesAll(s core.JobSearch) bool {
 	return s.Queue == "" && s.Task == "" && len(s.States) == 0 && s.HeaderKey == "" &&
-		s.IDPrefix == "" && len(s.IDs) == 0 && s.Created.IsZero() && s.Finished.IsZero()
+		s.IDPrefix == "" && len(s.IDs) == 0 && s.Created.IsZero() && s.Finished.IsZero() &&
+		s.LimitKey == "" && s.SequenceKey == ""
 }

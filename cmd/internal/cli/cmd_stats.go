@@ -34,7 +34,13 @@ func init() {
 		help: `Without --task: one row per queue with its job counts by state and whether it
 is paused (--queue limits the rows). With --task (repeatable or
 comma-separated): one row per task with its job counts, its run counts by
-status and the summed run time. "boson tasks" lists every task's name.`,
+status and the summed run time. "boson tasks" lists every task's name.
+
+On a store that enforces flow control, a second table follows with each
+limited queue and task (with --task: the tasks named; else every task with a
+stored config, where the store lists tasks): its running jobs against
+max running, its other limits, and its busiest limit keys with their running
+jobs. "boson config" sets the limits.`,
 		flags: func(fs *flag.FlagSet, c *call) {
 			f := &statsFlags{}
 			c.opts = f
@@ -49,6 +55,8 @@ status and the summed run time. "boson tasks" lists every task's name.`,
 type statsOut struct {
 	Queues []core.QueueInfo `json:"queues,omitempty"`
 	Tasks  []core.TaskStats `json:"tasks,omitempty"`
+	// Limits are the limited queues and tasks (a store with flow control).
+	Limits []flowLimit `json:"limits,omitempty"`
 }
 
 func runStats(ctx context.Context, c *call) error {
@@ -98,18 +106,27 @@ func runStats(ctx context.Context, c *call) error {
 			}
 		}
 	}
+	var tasks []string
+	if len(statsTasks) > 0 {
+		tasks = statsTasks
+	}
+	if out.Limits, err = flowLimits(ctx, st, out.Queues, tasks); err != nil {
+		return err
+	}
 	if c.jsonOut {
 		if len(statsTasks) > 0 {
 			return c.printJSON(struct {
-				Tasks []core.TaskStats `json:"tasks"`
-			}{out.Tasks})
+				Tasks  []core.TaskStats `json:"tasks"`
+				Limits []flowLimit      `json:"limits,omitempty"`
+			}{out.Tasks, out.Limits})
 		}
 		if out.Queues == nil {
 			out.Queues = []core.QueueInfo{}
 		}
 		return c.printJSON(struct {
 			Queues []core.QueueInfo `json:"queues"`
-		}{out.Queues})
+			Limits []flowLimit      `json:"limits,omitempty"`
+		}{out.Queues, out.Limits})
 	}
 	tw := tabwriter.NewWriter(c.env.Stdout, 2, 4, 2, ' ', tabwriter.AlignRight)
 	if len(statsTasks) > 0 {
@@ -125,7 +142,10 @@ func runStats(ctx context.Context, c *call) error {
 			}
 			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%s\t\n", t.Runs[core.RunSucceeded], t.Runs[core.RunFailed], t.Runs[core.RunLost], t.Runs[core.RunCancelled], t.RunTime)
 		}
-		return tw.Flush()
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		return printLimits(c.env.Stdout, out.Limits)
 	}
 	fmt.Fprint(tw, "QUEUE\tPAUSED\t")
 	for _, s := range core.AllStates {
@@ -143,7 +163,10 @@ func runStats(ctx context.Context, c *call) error {
 		}
 		fmt.Fprintln(tw)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return printLimits(c.env.Stdout, out.Limits)
 }
 
 func contains(l []string, s string) bool {
