@@ -158,3 +158,21 @@ func (b base) DeleteQueue(ctx context.Context, req core.DeleteQueueRequest) (cor
 	}
 	return jd.DeleteQueue(ctx, req)
 }
+
+// CreateQueue forwards to the wrapped backend's core.QueueDeclarer.
+func (b base) CreateQueue(ctx context.Context, cfg core.QueueConfig) (core.QueueConfig, bool, error) {
+	qd, ok := b.QueueBackend.(core.QueueDeclarer)
+	if !ok {
+		return core.QueueConfig{}, false, core.ErrUnsupported
+	}
+	return qd.CreateQueue(ctx, cfg)
+}
+
+// QueueDeclared forwards to the wrapped backend's core.QueueDeclarer.
+func (b base) QueueDeclared(ctx context.Context, queue string) (bool, error) {
+	qd, ok := b.QueueBackend.(core.QueueDeclarer)
+	if !ok {
+		return false, core.ErrUnsupported
+	}
+	return qd.QueueDeclared(ctx, queue)
+}
