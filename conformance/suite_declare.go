@@ -169,7 +169,9 @@ func declareRepeatPaused(e *env) {
 
 func declareConflict(e *env) {
 	cfg := declCfg("q")
-	cfg.MaxRunning = 3
+	if e.h.Capabilities.Flow {
+		cfg.MaxRunning = 3 // stored only by stores that enforce it
+	}
 	e.createQueue(cfg)
 	others := map[string]core.QueueConfig{}
 	o := cfg
@@ -181,9 +183,11 @@ func declareConflict(e *env) {
 	o = cfg
 	o.CleanupLimit = 51
 	others["cleanup limit"] = o
-	o = cfg
-	o.MaxRunning = 0
-	others["max running"] = o
+	if e.h.Capabilities.Flow {
+		o = cfg
+		o.MaxRunning = 0
+		others["max running"] = o
+	}
 	for _, name := range sortedKeys(others) {
 		got, created, err := e.declarer().CreateQueue(e.ctx, others[name])
 		requireErr(e.t, err, core.ErrQueueConflict, "CreateQueue with another "+name)

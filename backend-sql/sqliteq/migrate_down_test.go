@@ -15,8 +15,9 @@ import (
 
 // TestMigrationStatusAndDown reads a new file (every version pending),
 // migrates and fills it, and reads it again (applied, with times, none
-// reversible); a down to any earlier version is refused, names each
-// version and why, and changes nothing.
+// reversible but the last, 0004_queue_declared); a down past version 2
+// is refused, names each version and why, and changes nothing; a down to
+// 2 undoes version 4.
 func TestMigrationStatusAndDown(t *testing.T) {
 	ctx := context.Background()
 	b, err := sqliteq.Open(ctx, filepath.Join(t.TempDir(), "m.db"), sqliteq.Options{})
@@ -25,7 +26,7 @@ func TestMigrationStatusAndDown(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	st, err := b.MigrationStatus(ctx)
-	if err != nil || len(st) != 2 || st[0].Applied || st[1].Applied {
+	if err != nil || len(st) != 3 || st[0].Applied || st[1].Applied || st[2].Applied {
 		t.Fatalf("before Migrate: %+v, %v", st, err)
 	}
 	start := time.Now().Add(-time.Second)
@@ -38,7 +39,8 @@ func TestMigrationStatusAndDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, s := range st {
-		if s.Version != i+1 || !s.Applied || !s.Known || s.Reversible || s.Irreversible == "" || s.AppliedAt.Before(start) {
+		want := []int{1, 2, 4}[i]
+		if s.Version != want || !s.Applied || !s.Known || s.Reversible != (want == 4) || s.Reversible == (s.Irreversible != "") || s.AppliedAt.Before(start) {
 			t.Fatalf("after Migrate: %+v", s)
 		}
 	}
@@ -51,12 +53,18 @@ func TestMigrationStatusAndDown(t *testing.T) {
 			t.Fatalf("down to %d names the wrong versions: %v", to, err)
 		}
 	}
+	again, err := b.MigrationStatus(ctx)
+	if err != nil || len(again) != 3 || !again[0].Applied || !again[1].Applied || !again[2].Applied {
+		t.Fatalf("after refused downs: %+v, %v", again, err)
+	}
+	if undone, err := b.MigrateDown(ctx, 2); err != nil || len(undone) != 1 || undone[0] != 4 {
+		t.Fatalf("down to 2: %v, %v", undone, err)
+	}
 	if undone, err := b.MigrateDown(ctx, 2); err != nil || len(undone) != 0 {
 		t.Fatalf("down to the current version: %v, %v", undone, err)
 	}
-	again, err := b.MigrationStatus(ctx)
-	if err != nil || len(again) != 2 || !again[0].Applied || !again[1].Applied {
-		t.Fatalf("after refused downs: %+v, %v", again, err)
+	if err := b.Migrate(ctx); err != nil {
+		t.Fatalf("Migrate after down to 2: %v", err)
 	}
 	counts, err := b.CountJobs(ctx, core.JobFilter{Queue: "q"})
 	if err != nil || counts[core.StateQueued] != 100 {

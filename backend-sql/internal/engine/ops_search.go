@@ -439,4 +439,5 @@ type Ops interface {
 	core.TaskLister
 	core.JobDeleter
 	core.BulkActor
+	core.QueueDeclarer
 }
