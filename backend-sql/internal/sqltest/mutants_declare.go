@@ -7,7 +7,7 @@ import "github.com/boson-go/boson/conformance/mutants"
 var declareMutants = []mutants.Mutant{{
 	Name:     "create-queue-ignores-declaration",
 	Breaks:   []string{mutants.QueueDeclaration},
-	Edits:    []mutants.Edit{{File: eng("declare.go"), Find: "\t\tif declared {\n", Replace: "\t\tif false {\n"}},
+	Edits:    []mutants.Edit{{File: eng("declare.go"), Find: "\t\tif declared {\n", Replace: "\t\tif declared && false {\n"}},
 	CaughtBy: []string{"Declare/RepeatEqual", "Declare/Conflict", "Declare/RaceEqual"},
 }, {
 	Name:     "queue-declared-inverted",
