@@ -26,6 +26,8 @@ const (
 	opCleanup    op = "cleanup"
 	opDeleteJob  op = "delete_job"
 	opDeleteQ    op = "delete_queue"
+	// opCreateQueue declares a queue (core.QueueDeclarer); version 3.
+	opCreateQueue op = "create_queue"
 	// opGroup carries several commands of one process in one message.
 	opGroup op = "group"
 )
@@ -33,11 +35,14 @@ const (
 // commandVersion is the newest command version this replica applies. A
 // command carries in V the lowest version that applies it correctly: 0
 // for the commands every version knows, 2 for the deletions (opDeleteJob,
-// opDeleteQ). A replica meets a command of a newer version, or one whose
+// opDeleteQ), 3 for opCreateQueue. A replica meets a command of a newer version, or one whose
 // kind it does not know, by stopping (see failStopLocked) rather than by
 // skipping it, so replicas of two versions never drift apart: upgrade
 // every process of a namespace before any of them issues such a command.
-const commandVersion = 2
+const commandVersion = 3
+
+// deleteVersion is the version of the deletion commands.
+const deleteVersion = 2
 
 // command is one entry of the log. It carries everything a replica needs to
 // apply it deterministically: the issuer's time, the ids it chose, and the
@@ -101,4 +106,5 @@ type outcome struct {
 	rescue   core.RescueResult
 	count    int
 	done     bool
+	queueCfg core.QueueConfig
 }

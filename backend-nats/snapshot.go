@@ -44,6 +44,9 @@ type snapshotDoc struct {
 	Jobs         []snapJob          `json:"jobs"`
 	TaskConfigs  []core.TaskConfig  `json:"task_configs,omitempty"`
 	QueueConfigs []core.QueueConfig `json:"queue_configs,omitempty"`
+	// Declared names the declared queues (absent in snapshots written
+	// before declarations existed).
+	Declared []string `json:"declared,omitempty"`
 	Parts        map[uint64][]byte  `json:"parts,omitempty"`
 }
 
@@ -70,6 +73,9 @@ func (s *state) encodeSnapshot() ([]byte, error) {
 	}
 	for _, c := range s.queueCfg {
 		doc.QueueConfigs = append(doc.QueueConfigs, c)
+	}
+	for q := range s.declared {
+		doc.Declared = append(doc.Declared, q)
 	}
 	return json.Marshal(doc)
 }
@@ -101,6 +107,9 @@ func decodeSnapshot(data []byte) (*state, error) {
 	}
 	for _, c := range doc.QueueConfigs {
 		s.queueCfg[c.Queue] = c
+	}
+	for _, q := range doc.Declared {
+		s.declared[q] = true
 	}
 	if doc.Parts != nil {
 		s.parts = doc.Parts
