@@ -46,8 +46,8 @@ type snapshotDoc struct {
 	QueueConfigs []core.QueueConfig `json:"queue_configs,omitempty"`
 	// Declared names the declared queues (absent in snapshots written
 	// before declarations existed).
-	Declared []string `json:"declared,omitempty"`
-	Parts        map[uint64][]byte  `json:"parts,omitempty"`
+	Declared []string          `json:"declared,omitempty"`
+	Parts    map[uint64][]byte `json:"parts,omitempty"`
 }
 
 type snapPointer struct {
