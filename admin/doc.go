@@ -32,6 +32,7 @@
 //	PUT  /api/v1/tasks/{task}/config     store a task config
 //	GET  /api/v1/queues                  queues with counts by state and the paused flag
 //	GET  /api/v1/queues/{queue}          one queue's counts and stored config
+//	PUT  /api/v1/queues/{queue}          declare a queue with its config (201), check it (200, 409 queue_conflict)
 //	POST /api/v1/queues/{queue}/pause    pause (other stored settings are kept)
 //	POST /api/v1/queues/{queue}/resume   resume
 //

@@ -180,11 +180,14 @@ type queueView struct {
 	Paused       bool                    `json:"paused"`
 	RetentionTTL string                  `json:"retention_ttl,omitempty"`
 	CleanupLimit int                     `json:"cleanup_limit,omitempty"`
+	MaxRunning   int                     `json:"max_running,omitempty"`
+	// Declared: the queue was declared with CreateQueue (core.QueueDeclarer).
+	Declared bool `json:"declared,omitempty"`
 }
 
 func toQueueConfigView(c core.QueueConfig, jobs map[core.JobState]int64) queueView {
 	if jobs == nil {
 		jobs = map[core.JobState]int64{}
 	}
-	return queueView{Queue: c.Queue, Jobs: jobs, Paused: c.Paused, RetentionTTL: durString(c.RetentionTTL), CleanupLimit: c.CleanupLimit}
+	return queueView{Queue: c.Queue, Jobs: jobs, Paused: c.Paused, RetentionTTL: durString(c.RetentionTTL), CleanupLimit: c.CleanupLimit, MaxRunning: c.MaxRunning}
 }

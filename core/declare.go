@@ -10,12 +10,12 @@ import (
 // [ErrIdempotencyConflict], since a repeated CreateQueue is an idempotent
 // request that came back with different arguments, so callers and
 // transports that already handle that conflict (HTTP 409) handle this one.
-var ErrQueueConflict = fmt.Errorf("boson: queue declared with another config: %w", ErrIdempotencyConflict)
+var ErrQueueConflict = fmt.Errorf("%w: queue declared with another config", ErrIdempotencyConflict)
 
 // ErrQueueNotDeclared: a strict client refused to spawn to a queue that is
 // not declared. Nothing was stored. It wraps [ErrNotFound]: the queue's
 // declaration does not exist.
-var ErrQueueNotDeclared = fmt.Errorf("boson: queue not declared: %w", ErrNotFound)
+var ErrQueueNotDeclared = fmt.Errorf("%w: queue not declared", ErrNotFound)
 
 // QueueDeclarer is an optional capability: declaring queues with their
 // config, checked again on every repeat.
@@ -89,7 +89,7 @@ func DeclaredConfig(prev, cfg QueueConfig) QueueConfig {
 // queue's stored config differs from the one asked for; it wraps
 // [ErrQueueConflict] and names both.
 func QueueConflict(stored, asked QueueConfig) error {
-	return fmt.Errorf("%w: queue %q is declared with %+v, asked for %+v", ErrQueueConflict, stored.Queue, stored, asked)
+	return fmt.Errorf("%w: queue %q is declared with retention_ttl %v, cleanup_limit %d, max_running %d; asked for retention_ttl %v, cleanup_limit %d, max_running %d", ErrQueueConflict, stored.Queue, stored.RetentionTTL, stored.CleanupLimit, stored.MaxRunning, asked.RetentionTTL, asked.CleanupLimit, asked.MaxRunning)
 }
 
 // CreateQueue declares cfg.Queue on b when b implements [QueueDeclarer],
