@@ -89,6 +89,15 @@
 //     and delete by filter in bounded steps, with exact counts while
 //     workers claim. A backend that implements [core.BulkActor] runs
 //     those steps itself, so the same cases test its BulkStep.
+//   - Capabilities.Declare declares [core.QueueDeclarer]; the Declare
+//     area checks that CreateQueue declares a queue once (exactly one of
+//     racing calls reports created, with equal or different configs), is
+//     idempotent on a matching config, refuses another with
+//     [core.ErrQueueConflict] changing nothing, keeps a paused queue
+//     paused, that PutQueueConfig and jobs declare nothing, that
+//     ListQueues reports Declared, and (with Delete) that a finished
+//     DeleteQueue undeclares the queue. Undeclared, CreateQueue and
+//     QueueDeclared must return [core.ErrUnsupported].
 //
 // Notifications that a harness does not declare: [core.SubscribeQueue]
 // must report ok=false, or, where the backend type implements
