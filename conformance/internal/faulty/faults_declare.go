@@ -32,6 +32,12 @@ func init() {
 		wrap:     func(b core.QueueBackend) core.QueueBackend { return deleteKeepsDeclaration{base{b}} },
 	})
 	register(Fault{
+		Name:     "queue-declared-ignores-name",
+		What:     "QueueDeclared reports a queue declared when any queue is",
+		CaughtBy: []string{"Declare/OtherQueues"},
+		wrap:     func(b core.QueueBackend) core.QueueBackend { return declaredAnyQueue{base{b}} },
+	})
+	register(Fault{
 		Name:     "declare-resumes",
 		What:     "CreateQueue declaring a paused queue resumes it",
 		CaughtBy: []string{"Declare/KeepsPause"},
@@ -103,4 +109,23 @@ func (d declareResumes) CreateQueue(ctx context.Context, cfg core.QueueConfig) (
 		}
 	}
 	return stored, created, err
+}
+
+// declaredAnyQueue answers QueueDeclared for the whole store, not the queue.
+type declaredAnyQueue struct{ base }
+
+func (d declaredAnyQueue) QueueDeclared(ctx context.Context, queue string) (bool, error) {
+	if err := core.ValidateName("queue", queue); err != nil {
+		return false, err
+	}
+	qs, err := d.QueueBackend.ListQueues(ctx)
+	if err != nil {
+		return false, err
+	}
+	for _, q := range qs {
+		if q.Declared {
+			return true, nil
+		}
+	}
+	return false, nil
 }
