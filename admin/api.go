@@ -29,6 +29,7 @@ func (h *Handler) apiRoutes() []route {
 		api("PUT", "/tasks/{task}/config", PermAdmin, h.apiPutTaskConfig),
 		api("GET", "/queues", PermRead, h.apiListQueues),
 		api("GET", "/queues/{queue}", PermRead, h.apiGetQueue),
+		api("PUT", "/queues/{queue}", PermAdmin, h.apiCreateQueue),
 		api("POST", "/queues/{queue}/pause", PermAdmin, h.apiPause),
 		api("POST", "/queues/{queue}/resume", PermAdmin, h.apiResume),
 		api("GET", "/queues/{queue}/config", PermRead, h.apiGetQueueConfig),

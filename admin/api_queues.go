@@ -19,7 +19,9 @@ func (h *Handler) apiListQueues(w http.ResponseWriter, r *http.Request, _ params
 	}
 	out := make([]queueView, 0, len(qs))
 	for _, q := range qs {
-		out = append(out, toQueueConfigView(core.QueueConfig{Queue: q.Queue, Paused: q.Paused}, q.Jobs))
+		v := toQueueConfigView(core.QueueConfig{Queue: q.Queue, Paused: q.Paused}, q.Jobs)
+		v.Declared = q.Declared
+		out = append(out, v)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"queues": out})
 }
@@ -39,7 +41,11 @@ func (h *Handler) queueInfo(r *http.Request, queue string) (queueView, error) {
 		return queueView{}, err
 	}
 	cfg.Queue = queue
-	return toQueueConfigView(cfg, counts), nil
+	v := toQueueConfigView(cfg, counts)
+	if v.Declared, err = queueDeclared(r, b, queue); err != nil {
+		return queueView{}, err
+	}
+	return v, nil
 }
 
 func (h *Handler) apiGetQueue(w http.ResponseWriter, r *http.Request, p params) {

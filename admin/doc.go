@@ -33,6 +33,7 @@
 //	GET  /api/v1/tasks/{task}/flow       running jobs against the task's flow limits, busiest limit keys
 //	GET  /api/v1/queues                  queues with counts by state and the paused flag
 //	GET  /api/v1/queues/{queue}          one queue's counts and stored config
+//	PUT  /api/v1/queues/{queue}          declare a queue with its config (201), check it (200, 409 queue_conflict)
 //	POST /api/v1/queues/{queue}/pause    pause (other stored settings are kept)
 //	POST /api/v1/queues/{queue}/resume   resume
 //	GET  /api/v1/queues/{queue}/config   the queue's stored settings

@@ -48,6 +48,8 @@ func classify(err error) (status int, code string, public bool) {
 		return http.StatusBadRequest, "invalid_argument", true
 	case errors.Is(err, core.ErrInvalidState):
 		return http.StatusConflict, "invalid_state", true
+	case errors.Is(err, core.ErrQueueConflict):
+		return http.StatusConflict, "queue_conflict", true
 	case errors.Is(err, core.ErrIdempotencyConflict):
 		return http.StatusConflict, "idempotency_conflict", true
 	case errors.Is(err, core.ErrLeaseLost):

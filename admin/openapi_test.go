@@ -358,6 +358,13 @@ func TestOpenAPIAnswersMatchDocument(t *testing.T) {
 	v.call("GET", "/queues/mail/flow", R, nil)
 	v.call("GET", "/queues/mail/flow?x=1", R, nil)
 	v.call("GET", "/queues/mail", R, nil)
+	v.call("PUT", "/queues/orders", A, map[string]any{"retention_ttl": "24h", "cleanup_limit": 10})
+	v.call("PUT", "/queues/orders", A, map[string]any{"retention_ttl": "24h", "cleanup_limit": 10})
+	v.call("PUT", "/queues/orders", A, map[string]any{"retention_ttl": "1h"})
+	v.call("PUT", "/queues/orders", A, map[string]any{"cleanup_limit": -1})
+	v.call("PUT", "/queues/orders", A, `{"retention_ttl": 5}`)
+	v.call("PUT", "/queues/empty", A, nil)
+	v.call("GET", "/queues/orders", R, nil)
 
 	// The operations capabilities, and hostile input to them.
 	v.call("GET", "/jobs?header_key=trace&header_value=%3Cscript%3E&created_from=2020-01-01T00:00:00Z", R, nil)

@@ -146,6 +146,7 @@ func (s stores) listQueues(ctx context.Context) ([]core.QueueInfo, error) {
 				cur.Jobs[k] += v
 			}
 			cur.Paused = cur.Paused || q.Paused
+			cur.Declared = cur.Declared || q.Declared
 		}
 	}
 	sort.Strings(names)

@@ -194,6 +194,8 @@ type queueView struct {
 	RetentionTTL string                  `json:"retention_ttl,omitempty"`
 	CleanupLimit int                     `json:"cleanup_limit,omitempty"`
 	MaxRunning   int                     `json:"max_running,omitempty"`
+	// Declared: the queue was declared with CreateQueue (core.QueueDeclarer).
+	Declared bool `json:"declared,omitempty"`
 }
 
 func toQueueConfigView(c core.QueueConfig, jobs map[core.JobState]int64) queueView {

@@ -468,6 +468,7 @@ func (b *Backend) DeleteQueue(ctx context.Context, req core.DeleteQueueRequest) 
 	}
 	if q == nil || q.counts.total() == 0 {
 		delete(s.queueConfigs, req.Queue)
+		delete(s.declared, req.Queue)
 		res.Done = true
 	}
 	return res, nil

@@ -152,14 +152,14 @@ func (b *Backend) ListQueues(ctx context.Context) ([]core.QueueInfo, error) {
 		if q.counts.total() == 0 {
 			continue
 		}
-		info := core.QueueInfo{Queue: name, Jobs: map[core.JobState]int64{}, Paused: s.queueConfigs[name].Paused}
+		info := core.QueueInfo{Queue: name, Jobs: map[core.JobState]int64{}, Paused: s.queueConfigs[name].Paused, Declared: s.declared[name]}
 		q.counts.addTo(info.Jobs, nil)
 		out = append(out, info)
 		seen[name] = true
 	}
 	for name, cfg := range s.queueConfigs {
 		if !seen[name] {
-			out = append(out, core.QueueInfo{Queue: name, Jobs: map[core.JobState]int64{}, Paused: cfg.Paused})
+			out = append(out, core.QueueInfo{Queue: name, Jobs: map[core.JobState]int64{}, Paused: cfg.Paused, Declared: s.declared[name]})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Queue < out[j].Queue })

@@ -115,6 +115,9 @@ type store struct {
 	idem         map[idemKey]*jobRec
 	taskConfigs  map[string]core.TaskConfig
 	queueConfigs map[string]core.QueueConfig
+	// declared holds the queues declared with CreateQueue; each also has
+	// a config in queueConfigs.
+	declared map[string]bool
 
 	leases    jobHeap // running jobs by lease expiry
 	deadlines jobHeap // active jobs with a cancellation deadline, by deadline
@@ -148,6 +151,7 @@ func newStore() *store {
 		idem:         map[idemKey]*jobRec{},
 		taskConfigs:  map[string]core.TaskConfig{},
 		queueConfigs: map[string]core.QueueConfig{},
+		declared:     map[string]bool{},
 		leases:       jobHeap{slot: slotLease},
 		deadlines:    jobHeap{slot: slotDeadline},
 		finished:     jobHeap{slot: slotFin},

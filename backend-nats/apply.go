@@ -90,6 +90,8 @@ func (s *state) applyCmd(c *command) (outcome, error) {
 		return s.applyDeleteJob(c), nil
 	case opDeleteQ:
 		return s.applyDeleteQueue(c)
+	case opCreateQueue:
+		return s.applyCreateQueue(c), nil
 	}
 	return outcome{}, fmt.Errorf("natsq: %w: %q, command %d of %s", errUnknownCommand, c.Op, c.Req, c.Origin)
 }
@@ -523,6 +525,7 @@ func (s *state) applyDeleteQueue(c *command) (outcome, error) {
 	done := s.qids[c.Queue] == nil
 	if done {
 		delete(s.queueCfg, c.Queue)
+		delete(s.declared, c.Queue)
 		s.touched[c.Queue] = struct{}{}
 	}
 	return outcome{count: len(doomed), done: done}, nil

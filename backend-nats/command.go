@@ -26,6 +26,8 @@ const (
 	opCleanup    op = "cleanup"
 	opDeleteJob  op = "delete_job"
 	opDeleteQ    op = "delete_queue"
+	// opCreateQueue declares a queue (core.QueueDeclarer); version 4.
+	opCreateQueue op = "create_queue"
 	// opGroup carries several commands of one process in one message.
 	opGroup op = "group"
 )
@@ -36,14 +38,20 @@ const (
 // opDeleteQ), 3 for the commands that use flow control (an enqueue of a
 // job with a limit key, a sequence key or a unique mode, and a task or
 // queue config with a flow limit), which a version without flow control
-// would apply differently. A replica meets a command of a newer version, or one whose
+// would apply differently, 4 for opCreateQueue. A replica meets a command of a newer version, or one whose
 // kind it does not know, by stopping (see failStopLocked) rather than by
 // skipping it, so replicas of two versions never drift apart: upgrade
 // every process of a namespace before any of them issues such a command.
-const commandVersion = 3
+const commandVersion = 4
 
 // flowVersion is the command version of commands that use flow control.
 const flowVersion = 3
+
+// deleteVersion is the version of the deletion commands.
+const deleteVersion = 2
+
+// declareVersion is the version of opCreateQueue.
+const declareVersion = 4
 
 // command is one entry of the log. It carries everything a replica needs to
 // apply it deterministically: the issuer's time, the ids it chose, and the
@@ -107,4 +115,5 @@ type outcome struct {
 	rescue   core.RescueResult
 	count    int
 	done     bool
+	queueCfg core.QueueConfig
 }

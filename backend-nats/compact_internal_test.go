@@ -116,6 +116,9 @@ func digest(s *state) string {
 	for k, c := range s.queueCfg {
 		add("queue %s %+v", k, c)
 	}
+	for q := range s.declared {
+		add("declared %s", q)
+	}
 	for k, p := range s.parts {
 		add("part %d %d", k, len(p))
 	}
@@ -131,6 +134,9 @@ func work(t *testing.T, b *Backend, clock *core.ManualClock, rounds int) {
 		t.Fatal(err)
 	}
 	if err := b.PutQueueConfig(ctx, core.QueueConfig{Queue: "paused", Paused: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.CreateQueue(ctx, core.QueueConfig{Queue: "declared", CleanupLimit: 3}); err != nil {
 		t.Fatal(err)
 	}
 	for i := 0; i < rounds; i++ {

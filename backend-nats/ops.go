@@ -305,7 +305,7 @@ func (b *Backend) DeleteJob(ctx context.Context, jobID string, force bool) error
 	if err := core.ValidateJobID(jobID); err != nil {
 		return err
 	}
-	out, err := b.exec(ctx, &command{Op: opDeleteJob, V: 2, Now: b.stamp(), JobID: jobID, Force: force})
+	out, err := b.exec(ctx, &command{Op: opDeleteJob, V: deleteVersion, Now: b.stamp(), JobID: jobID, Force: force})
 	if err != nil {
 		return err
 	}
@@ -323,7 +323,7 @@ func (b *Backend) DeleteQueue(ctx context.Context, req core.DeleteQueueRequest) 
 	if err := core.ValidateDeleteQueue(req, b.opts.Limits); err != nil {
 		return core.DeleteQueueResult{}, err
 	}
-	out, err := b.exec(ctx, &command{Op: opDeleteQ, V: 2, Now: b.stamp(), Queue: req.Queue, Limit: req.Limit})
+	out, err := b.exec(ctx, &command{Op: opDeleteQ, V: deleteVersion, Now: b.stamp(), Queue: req.Queue, Limit: req.Limit})
 	if err != nil {
 		return core.DeleteQueueResult{}, err
 	}

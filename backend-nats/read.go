@@ -205,7 +205,7 @@ func (b *Backend) ListQueues(ctx context.Context) ([]core.QueueInfo, error) {
 	get := func(q string) *core.QueueInfo {
 		qi := byName[q]
 		if qi == nil {
-			qi = &core.QueueInfo{Queue: q, Jobs: map[core.JobState]int64{}, Paused: b.st.queueCfg[q].Paused}
+			qi = &core.QueueInfo{Queue: q, Jobs: map[core.JobState]int64{}, Paused: b.st.queueCfg[q].Paused, Declared: b.st.declared[q]}
 			byName[q] = qi
 		}
 		return qi

@@ -50,6 +50,9 @@ type snapshotDoc struct {
 	TaskConfigs  []core.TaskConfig  `json:"task_configs,omitempty"`
 	QueueConfigs []core.QueueConfig `json:"queue_configs,omitempty"`
 	Parts        map[uint64][]byte  `json:"parts,omitempty"`
+	// Declared names the declared queues (absent in snapshots written
+	// before declarations existed).
+	Declared []string `json:"declared,omitempty"`
 	// KeyHolders says that the jobs' KeyHolder flags name the key
 	// entries. Snapshots of versions before the unique modes lack it: a
 	// key was then held by the one job that carried it.
@@ -99,6 +102,9 @@ func (s *state) encodeSnapshot() ([]byte, error) {
 	for _, c := range s.queueCfg {
 		doc.QueueConfigs = append(doc.QueueConfigs, c)
 	}
+	for q := range s.declared {
+		doc.Declared = append(doc.Declared, q)
+	}
 	return json.Marshal(doc)
 }
 
@@ -141,6 +147,9 @@ func decodeSnapshot(data []byte) (*state, error) {
 		for _, r := range holders {
 			s.idem[idemKey{r.job.Queue, r.job.IdempotencyKey}] = r
 		}
+	}
+	for _, q := range doc.Declared {
+		s.declared[q] = true
 	}
 	if doc.Parts != nil {
 		s.parts = doc.Parts

@@ -101,6 +101,9 @@ type state struct {
 
 	taskCfg  map[string]core.TaskConfig
 	queueCfg map[string]core.QueueConfig
+	// declared holds the queues declared by opCreateQueue; each also has
+	// a config in queueCfg.
+	declared map[string]bool
 
 	// parts holds the leading parts of commands too large for one message.
 	parts map[uint64][]byte
@@ -128,6 +131,7 @@ func newState() *state {
 		seqs:      map[seqKey]*sequence{},
 		taskCfg:   map[string]core.TaskConfig{},
 		queueCfg:  map[string]core.QueueConfig{},
+		declared:  map[string]bool{},
 		parts:     map[uint64][]byte{},
 		touched:   map[string]struct{}{},
 	}

@@ -24,7 +24,7 @@ func harness(name string, base Options, client func(t testing.TB) redis.Universa
 		New: func(t testing.TB, opts conformance.Options) core.QueueBackend {
 			return newBackend(t, client(t), Options{Clock: opts.Clock, Limits: opts.Limits, PollInterval: base.PollInterval, Scripts: base.Scripts, OneSlot: base.OneSlot})
 		},
-		Capabilities: conformance.Capabilities{Notify: true, Runs: true, Search: true, Tasks: true, Delete: true, Flow: flow},
+		Capabilities: conformance.Capabilities{Notify: true, Runs: true, Search: true, Tasks: true, Delete: true, Flow: flow, Declare: true},
 	}
 }
 

@@ -340,7 +340,7 @@ func (b *Backend) ListQueues(ctx context.Context) ([]core.QueueInfo, error) {
 	}
 	out := []core.QueueInfo{}
 	for i, q := range qs {
-		info := core.QueueInfo{Queue: q, Jobs: map[core.JobState]int64{}, Paused: confs[i].Val()["paused"] == "1"}
+		info := core.QueueInfo{Queue: q, Jobs: map[core.JobState]int64{}, Paused: confs[i].Val()["paused"] == "1", Declared: confs[i].Val()["declared"] == "1"}
 		total := int64(0)
 		for s, n := range counts[i] {
 			if n > 0 {

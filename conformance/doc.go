@@ -108,6 +108,15 @@
 //     limit is exceeded at any instant. A harness that does not declare
 //     Flow runs none of those areas; its backend must lack
 //     [core.FlowController] or report [core.ErrUnsupported] from it.
+//   - Capabilities.Declare declares [core.QueueDeclarer]; the Declare
+//     area checks that CreateQueue declares a queue once (exactly one of
+//     racing calls reports created, with equal or different configs), is
+//     idempotent on a matching config, refuses another with
+//     [core.ErrQueueConflict] changing nothing, keeps a paused queue
+//     paused, that PutQueueConfig and jobs declare nothing, that
+//     ListQueues reports Declared, and (with Delete) that a finished
+//     DeleteQueue undeclares the queue. Undeclared, CreateQueue and
+//     QueueDeclared must return [core.ErrUnsupported].
 //
 // Notifications that a harness does not declare: [core.SubscribeQueue]
 // must report ok=false, or, where the backend type implements

@@ -43,6 +43,9 @@ type Capabilities struct {
 	// flow rules at claim: task, queue and per-key concurrency limits,
 	// start rates, sequences and the unique modes.
 	Flow bool
+	// Declare: the backend implements core.QueueDeclarer (CreateQueue,
+	// QueueDeclared) and reports declared queues in ListQueues.
+	Declare bool
 }
 
 // Harness tells the suite how to run against one backend.

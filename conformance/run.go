@@ -35,6 +35,7 @@ var areas = []area{
 	{"Search", testSearch},
 	{"Tasks", testTasks},
 	{"Delete", testDelete},
+	{"Declare", testDeclare},
 	{"Bulk", testBulk},
 	{"Model", testModel},
 	{"FlowLimits", testFlowLimits},

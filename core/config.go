@@ -71,4 +71,8 @@ type QueueInfo struct {
 	Queue  string             `json:"queue"`
 	Jobs   map[JobState]int64 `json:"jobs"`
 	Paused bool               `json:"paused"`
+	// Declared reports that the queue was declared with
+	// [QueueDeclarer.CreateQueue] and not deleted since; always false on a
+	// store without that capability.
+	Declared bool `json:"declared"`
 }

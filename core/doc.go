@@ -45,6 +45,15 @@
 // filter on them, one bounded step at a time, from each store's own
 // per-job transitions, so it is safe while workers run.
 //
+// # Declared queues
+//
+// Queues are implicit unless the application declares them: a store that
+// implements [QueueDeclarer] stores a declaration with the queue's config
+// ([QueueDeclarer.CreateQueue], idempotent, [ErrQueueConflict] on another
+// config), and a strict client refuses to spawn to an undeclared queue
+// ([ErrQueueNotDeclared]). [CreateQueue] and [QueueDeclared] return
+// [ErrUnsupported] on a store without it.
+//
 // # Transactions
 //
 // Stores with transactions can join the caller's: [TxEnqueuer] enqueues

@@ -22,7 +22,7 @@ func allScenarios() []scenario {
 	for _, group := range [][]scenario{
 		basicScenarios, retryScenarios, leaseScenarios, cancelScenarios,
 		workflowScenarios, spawnScenarios, workerScenarios, readScenarios,
-		periodicScenarios, runInfoScenarios, codecBridgeScenarios, flowScenarios,
+		periodicScenarios, runInfoScenarios, codecBridgeScenarios, flowScenarios, declareScenarios,
 	} {
 		all = append(all, group...)
 	}

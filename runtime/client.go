@@ -35,18 +35,33 @@ type ClientOptions struct {
 	// Configs stored through this client take effect at once; the limits
 	// of a config are always enforced by the backend.
 	TaskConfigTTL time.Duration
+	// StrictQueues refuses every spawn (Spawn, SpawnBatch, SpawnRequests
+	// and their transactional forms) to a queue that is not declared (see
+	// [Client.CreateQueue]) with an error wrapping [ErrQueueNotDeclared],
+	// before anything is stored. The default queue must be declared too.
+	// Every backend of the client must implement core.QueueDeclarer, or
+	// NewClient fails with an error wrapping core.ErrUnsupported.
+	StrictQueues bool
+	// DeclaredQueueTTL is how long a strict client trusts that a queue it
+	// found declared still is; zero means one second, negative checks on
+	// every spawn. A queue found undeclared is asked again on the next
+	// spawn, so a queue declared by another process is usable at once. A
+	// queue deleted through this client is forgotten at once; one deleted
+	// by another process may still take spawns for up to this long.
+	DeclaredQueueTTL time.Duration
 }
 
 // Client spawns tasks and inspects them. It is safe for concurrent use and
 // holds no goroutines of its own: an enqueue-only process needs nothing but
 // a Client.
 type Client struct {
-	router  *core.Router
-	opts    ClientOptions
-	clock   core.Clock
-	log     *slog.Logger
-	configs configCache
-	metrics clientMetrics
+	router   *core.Router
+	opts     ClientOptions
+	clock    core.Clock
+	log      *slog.Logger
+	configs  configCache
+	declared declaredCache
+	metrics  clientMetrics
 }
 
 // NewClient returns a client over one backend.
@@ -77,6 +92,9 @@ func NewRouterClient(r *core.Router, opts ClientOptions) (*Client, error) {
 	}
 	c := &Client{router: r, opts: opts, clock: core.ClockOrSystem(opts.Clock), log: opts.Logger}
 	c.configs.ttl = opts.TaskConfigTTL
+	if err := c.initStrict(); err != nil {
+		return nil, err
+	}
 	if c.log == nil {
 		c.log = slog.Default()
 	}
@@ -253,6 +271,9 @@ func (c *Client) spawn(ctx context.Context, tx any, reqs []Request) ([]Spawned, 
 			}
 		}
 		ers[i] = er
+	}
+	if err := c.checkDeclared(ctx, backend, ers); err != nil {
+		return nil, err
 	}
 	res, err := c.enqueue(ctx, backend, tx, ers)
 	if err != nil {

@@ -33,6 +33,14 @@ var (
 	// ErrActorRejected: the client's actor policy refused a spawn. It wraps
 	// [core.ErrInvalidArgument].
 	ErrActorRejected = fmt.Errorf("%w: actor rejected", core.ErrInvalidArgument)
+	// ErrQueueNotDeclared: a client with ClientOptions.StrictQueues refused
+	// to spawn to a queue that is not declared; nothing was stored. It is
+	// [core.ErrQueueNotDeclared], which wraps [core.ErrNotFound].
+	ErrQueueNotDeclared = core.ErrQueueNotDeclared
+	// ErrQueueConflict: CreateQueue found the queue declared with another
+	// config. It is [core.ErrQueueConflict], which wraps
+	// [core.ErrIdempotencyConflict].
+	ErrQueueConflict = core.ErrQueueConflict
 )
 
 // TaskError reports that an awaited task ended without a result.

@@ -15,8 +15,10 @@ import (
 
 // TestMigrationStatusAndDown reads a new file (every version pending),
 // migrates and fills it, and reads it again (applied, with times, none
-// reversible but version 3); a down below version 2 is refused, names
-// each version and why, and changes nothing.
+// reversible but versions 3, flow control, and 4, queue declarations);
+// a down past version 2 is refused, names each version and why, and
+// changes nothing; a down to 2 undoes 4 and 3, and Migrate applies them
+// again.
 func TestMigrationStatusAndDown(t *testing.T) {
 	ctx := context.Background()
 	b, err := sqliteq.Open(ctx, filepath.Join(t.TempDir(), "m.db"), sqliteq.Options{})
@@ -25,7 +27,7 @@ func TestMigrationStatusAndDown(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	st, err := b.MigrationStatus(ctx)
-	if err != nil || len(st) != 3 || st[0].Applied || st[1].Applied || st[2].Applied {
+	if err != nil || len(st) != 4 || st[0].Applied || st[1].Applied || st[2].Applied || st[3].Applied {
 		t.Fatalf("before Migrate: %+v, %v", st, err)
 	}
 	start := time.Now().Add(-time.Second)
@@ -38,7 +40,7 @@ func TestMigrationStatusAndDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, s := range st {
-		reversible := s.Version == 3 // flow control: its down drops what it added
+		reversible := s.Version >= 3 // flow control and declarations: their downs drop what they added
 		if s.Version != i+1 || !s.Applied || !s.Known || s.Reversible != reversible || (s.Irreversible == "") != reversible || s.AppliedAt.Before(start) {
 			t.Fatalf("after Migrate: %+v", s)
 		}
@@ -52,12 +54,21 @@ func TestMigrationStatusAndDown(t *testing.T) {
 			t.Fatalf("down to %d names the wrong versions: %v", to, err)
 		}
 	}
-	if undone, err := b.MigrateDown(ctx, 3); err != nil || len(undone) != 0 {
+	again, err := b.MigrationStatus(ctx)
+	if err != nil || len(again) != 4 || !again[0].Applied || !again[1].Applied || !again[2].Applied || !again[3].Applied {
+		t.Fatalf("after refused downs: %+v, %v", again, err)
+	}
+	if undone, err := b.MigrateDown(ctx, 4); err != nil || len(undone) != 0 {
 		t.Fatalf("down to the current version: %v, %v", undone, err)
 	}
-	again, err := b.MigrationStatus(ctx)
-	if err != nil || len(again) != 3 || !again[0].Applied || !again[1].Applied || !again[2].Applied {
-		t.Fatalf("after refused downs: %+v, %v", again, err)
+	if undone, err := b.MigrateDown(ctx, 2); err != nil || len(undone) != 2 || undone[0] != 4 || undone[1] != 3 {
+		t.Fatalf("down to 2: %v, %v", undone, err)
+	}
+	if undone, err := b.MigrateDown(ctx, 2); err != nil || len(undone) != 0 {
+		t.Fatalf("down to the current version: %v, %v", undone, err)
+	}
+	if err := b.Migrate(ctx); err != nil {
+		t.Fatalf("Migrate after down to 2: %v", err)
 	}
 	counts, err := b.CountJobs(ctx, core.JobFilter{Queue: "q"})
 	if err != nil || counts[core.StateQueued] != 100 {
@@ -80,7 +91,7 @@ func TestMigrateFlowWithData(t *testing.T) {
 		t.Fatal(err)
 	}
 	sqltest.EnqueueAll(t, b, sqltest.Jobs("q", 10))
-	if undone, err := b.MigrateDown(ctx, 2); err != nil || len(undone) != 1 || undone[0] != 3 {
+	if undone, err := b.MigrateDown(ctx, 2); err != nil || len(undone) != 2 || undone[0] != 4 || undone[1] != 3 {
 		t.Fatalf("down to 2: %v, %v", undone, err)
 	}
 	for i := range 10 {

@@ -53,6 +53,9 @@ const (
 	ClaimExclusive      = "no job handed to two claims"
 	ClaimDueOnly        = "claim only due jobs"
 	FenceWrites         = "fenced writes check the token"
+	// QueueDeclaration: CreateQueue declares a queue once, atomically, and
+	// verifies the stored config on every repeat (core.QueueDeclarer).
+	QueueDeclaration = "queue declaration verifies the stored config"
 )
 
 // Properties lists every property a store's mutants are checked against.
@@ -60,7 +63,7 @@ var Properties = []string{
 	RescueAfterExpiry, ExhaustedFails, TokensIncrease, BatchAtomic, CleanupHorizon,
 	CleanupTerminalOnly, CleanupReleasesKey, PagesExactlyOnce, ClaimLimit, QueueIsolation,
 	RetryGrowsAttempts, Notifications, FenceFail, FenceSleep, ClaimExclusive, ClaimDueOnly,
-	FenceWrites,
+	FenceWrites, QueueDeclaration,
 }
 
 // ModelCase is the suite's model-based case; a mutant that names it in

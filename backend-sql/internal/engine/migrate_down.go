@@ -48,12 +48,21 @@ var downs = map[string]map[int]downStep{
 		4: {reason: "the function's result type changed, so undoing it must drop the function; enqueues running meanwhile fail, and version 4 and later code reads the new result"},
 		5: {sql: func(all []Migration) (string, error) { return redefineFunction(all, 4) }},
 		6: {sql: func([]Migration) (string, error) { return pgFlowDown, nil }},
+		7: {sql: dropDeclared},
 	},
 	"sqlite": {
 		1: {reason: "it creates the tables; undoing it drops every job, run, checkpoint and config"},
 		2: {reason: "it moved open runs into the jobs rows and rebuilt the runs table; the old layout cannot be restored without losing the runs finished since"},
 		3: {sql: func([]Migration) (string, error) { return sqliteFlowDown, nil }},
+		4: {sql: dropDeclared},
 	},
+}
+
+// dropDeclared undoes the queue_declared migration: earlier builds never
+// name the column, so dropping it is safe while they run. The queues'
+// declarations are forgotten (their configs stay).
+func dropDeclared([]Migration) (string, error) {
+	return "ALTER TABLE {s}queue_configs DROP COLUMN declared", nil
 }
 
 // redefineFunction returns the CREATE FUNCTION of migration version as a

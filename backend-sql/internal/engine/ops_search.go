@@ -447,4 +447,5 @@ type Ops interface {
 	core.JobDeleter
 	core.BulkActor
 	core.FlowController
+	core.QueueDeclarer
 }

@@ -207,13 +207,14 @@ func (e *Engine) ListQueues(ctx context.Context) ([]core.QueueInfo, error) {
 		return nil
 	})
 	if err == nil {
-		err = e.scanAll(ctx, r, "SELECT queue, paused FROM {s}queue_configs", nil, func(rows Rows) error {
+		err = e.scanAll(ctx, r, "SELECT queue, paused, declared FROM {s}queue_configs", nil, func(rows Rows) error {
 			var q string
-			var paused int64
-			if err := rows.Scan(&q, &paused); err != nil {
+			var paused, declared int64
+			if err := rows.Scan(&q, &paused, &declared); err != nil {
 				return err
 			}
-			get(q).Paused = paused != 0
+			qi := get(q)
+			qi.Paused, qi.Declared = paused != 0, declared != 0
 			return nil
 		})
 	}

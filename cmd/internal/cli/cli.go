@@ -140,7 +140,7 @@ func writeGlobalHelp(w io.Writer) {
 }
 
 func order(name string) int {
-	for i, n := range []string{"migrate", "enqueue", "jobs", "runs", "tasks", "cancel", "retry", "delete", "delete-queue", "bulk", "stats", "config", "pause", "resume", "serve", "bench", "help"} {
+	for i, n := range []string{"migrate", "enqueue", "jobs", "runs", "tasks", "cancel", "retry", "create-queue", "delete", "delete-queue", "bulk", "stats", "config", "pause", "resume", "serve", "bench", "help"} {
 		if n == name {
 			return i
 		}

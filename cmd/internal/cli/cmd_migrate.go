@@ -96,15 +96,21 @@ type migrationJSON struct {
 	Irreversible string     `json:"irreversible,omitempty"`
 }
 
-// schemaVersion is the highest applied version with every lower one
-// applied too, and the number of versions this build embeds.
+// schemaVersion is the highest applied version with every lower version
+// this build embeds applied too, and the highest version this build
+// embeds (versions need not be contiguous). ms is in version order.
 func schemaVersion(ms []store.Migration) (current, known int) {
+	gap := false
 	for _, m := range ms {
 		if m.Known {
-			known++
+			known = m.Version
 		}
-		if m.Applied && m.Version == current+1 {
+		switch {
+		case gap:
+		case m.Applied:
 			current = m.Version
+		case m.Known:
+			gap = true
 		}
 	}
 	return current, known

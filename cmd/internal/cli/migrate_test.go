@@ -19,7 +19,7 @@ type statusJSON struct {
 // TestMigrateStatusAndDown reads the schema of each durable store before and
 // after migrating, refuses downs past versions without a safe down step
 // (exit 4, changing nothing, the job still there), undoes and reapplies
-// Postgres version 5, and lets stores without a schema say so.
+// Postgres versions 7 and 5, and lets stores without a schema say so.
 func TestMigrateStatusAndDown(t *testing.T) {
 	stores := durableStores(t)
 	if os.Getenv("BOSON_TEST_REQUIRE") == "all" && len(stores) < 4 {
@@ -48,7 +48,7 @@ func TestMigrateStatusAndDown(t *testing.T) {
 
 func migrateStatusAndDown(t *testing.T, kind, u string) {
 	s := decode[statusJSON](t, must(t, ExitOK, "migrate", "status", u, "--json"))
-	if !s.Schema || s.Version != 0 || s.Latest == 0 || len(s.Migrations) != s.Latest {
+	if !s.Schema || s.Version != 0 || s.Latest == 0 || len(s.Migrations) == 0 || s.Migrations[len(s.Migrations)-1].Version != s.Latest {
 		t.Fatalf("before migrate: %+v", s)
 	}
 	for _, m := range s.Migrations {

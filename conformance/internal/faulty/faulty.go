@@ -167,3 +167,21 @@ func (b base) RunningByKey(ctx context.Context, task string, limit int) ([]core.
 	}
 	return fc.RunningByKey(ctx, task, limit)
 }
+
+// CreateQueue forwards to the wrapped backend's core.QueueDeclarer.
+func (b base) CreateQueue(ctx context.Context, cfg core.QueueConfig) (core.QueueConfig, bool, error) {
+	qd, ok := b.QueueBackend.(core.QueueDeclarer)
+	if !ok {
+		return core.QueueConfig{}, false, core.ErrUnsupported
+	}
+	return qd.CreateQueue(ctx, cfg)
+}
+
+// QueueDeclared forwards to the wrapped backend's core.QueueDeclarer.
+func (b base) QueueDeclared(ctx context.Context, queue string) (bool, error) {
+	qd, ok := b.QueueBackend.(core.QueueDeclarer)
+	if !ok {
+		return false, core.ErrUnsupported
+	}
+	return qd.QueueDeclared(ctx, queue)
+}
