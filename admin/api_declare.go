@@ -3,16 +3,17 @@ package admin
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
 	"github.com/boson-go/boson/core"
 )
 
-// queueConfigBody is the optional JSON body of PUT /queues/{queue}: the
+// declareQueueBody is the optional JSON body of PUT /queues/{queue}: the
 // settings to declare the queue with (absent fields are zero, which means
 // the runtime's defaults).
-type queueConfigBody struct {
+type declareQueueBody struct {
 	Queue        string   `json:"queue"`
 	Paused       bool     `json:"paused"`
 	RetentionTTL duration `json:"retention_ttl"`
@@ -20,10 +21,10 @@ type queueConfigBody struct {
 	MaxRunning   int      `json:"max_running"`
 }
 
-// parseQueueConfig turns a queue config body into a validated config for
+// parseDeclareQueue turns a declaration body into a validated config for
 // queue; a queue named in the body must match the path.
-func parseQueueConfig(data []byte, queue string) (core.QueueConfig, error) {
-	var b queueConfigBody
+func parseDeclareQueue(data []byte, queue string) (core.QueueConfig, error) {
+	var b declareQueueBody
 	if len(bytes.TrimSpace(data)) > 0 {
 		if err := decodeStrict(data, &b); err != nil {
 			return core.QueueConfig{}, err
@@ -62,13 +63,20 @@ func (h *Handler) apiCreateQueue(w http.ResponseWriter, r *http.Request, p param
 	}
 	var cfg core.QueueConfig
 	if err == nil {
-		cfg, err = parseQueueConfig(body, q)
+		cfg, err = parseDeclareQueue(body, q)
 	}
 	var created bool
 	if err == nil {
 		var b core.QueueBackend
 		if b, err = h.st.forQueue(q); err == nil {
-			_, created, err = core.CreateQueue(r.Context(), b, cfg)
+			if cfg.UsesFlowControl() {
+				if _, ok := b.(core.FlowController); !ok {
+					err = fmt.Errorf("%w: the store does not offer flow control (max_running)", core.ErrUnsupported)
+				}
+			}
+			if err == nil {
+				_, created, err = core.CreateQueue(r.Context(), b, cfg)
+			}
 		}
 	}
 	var v queueView

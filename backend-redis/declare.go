@@ -52,7 +52,7 @@ func (b *Backend) CreateQueue(ctx context.Context, cfg core.QueueConfig) (core.Q
 			paused = "1"
 		}
 		_, err = tx.TxPipelined(ctx, func(p redis.Pipeliner) error {
-			p.HSet(ctx, key, "paused", paused, "retention", int64(stored.RetentionTTL), "cleanup_limit", stored.CleanupLimit, "declared", "1")
+			p.HSet(ctx, key, "paused", paused, "retention", int64(stored.RetentionTTL), "cleanup_limit", stored.CleanupLimit, "max_running", stored.MaxRunning, "declared", "1")
 			return nil
 		})
 		created = err == nil
@@ -98,5 +98,6 @@ func confFromHash(queue string, m map[string]string) core.QueueConfig {
 	ttl, _ := strconv.ParseInt(m["retention"], 10, 64)
 	out.RetentionTTL = time.Duration(ttl)
 	out.CleanupLimit, _ = strconv.Atoi(m["cleanup_limit"])
+	out.MaxRunning, _ = strconv.Atoi(m["max_running"])
 	return out
 }

@@ -27,15 +27,18 @@ func (e *Engine) CreateQueue(ctx context.Context, cfg core.QueueConfig) (core.Qu
 	var conflict error
 	err := e.st.WriteTx(ctx, func(q Querier) error {
 		stored, created, conflict = core.QueueConfig{}, false, nil
+		if err := e.flowLockConfig(ctx, q); err != nil {
+			return err
+		}
 		if _, err := q.Exec(ctx, e.render("INSERT INTO {s}queue_configs (queue) VALUES (?) ON CONFLICT (queue) DO NOTHING"), cfg.Queue); err != nil {
 			return err
 		}
 		prev := core.QueueConfig{Queue: cfg.Queue}
 		var declared bool
-		if err := e.scanAll(ctx, q, "SELECT paused, retention_ttl, cleanup_limit, declared FROM {s}queue_configs WHERE queue = ?"+e.d.LockRows(),
+		if err := e.scanAll(ctx, q, "SELECT paused, retention_ttl, cleanup_limit, max_running, declared FROM {s}queue_configs WHERE queue = ?"+e.d.LockRows(),
 			[]any{cfg.Queue}, func(rows Rows) error {
 				var paused, ttl, decl int64
-				if err := rows.Scan(&paused, &ttl, &prev.CleanupLimit, &decl); err != nil {
+				if err := rows.Scan(&paused, &ttl, &prev.CleanupLimit, &prev.MaxRunning, &decl); err != nil {
 					return err
 				}
 				prev.Paused, prev.RetentionTTL, declared = paused != 0, time.Duration(ttl), decl != 0
@@ -55,12 +58,12 @@ func (e *Engine) CreateQueue(ctx context.Context, cfg core.QueueConfig) (core.Qu
 		if stored.Paused {
 			paused = 1
 		}
-		if _, err := q.Exec(ctx, e.render("UPDATE {s}queue_configs SET paused = ?, retention_ttl = ?, cleanup_limit = ?, declared = 1 WHERE queue = ?"),
-			paused, int64(stored.RetentionTTL), stored.CleanupLimit, cfg.Queue); err != nil {
+		if _, err := q.Exec(ctx, e.render("UPDATE {s}queue_configs SET paused = ?, retention_ttl = ?, cleanup_limit = ?, max_running = ?, declared = 1 WHERE queue = ?"),
+			paused, int64(stored.RetentionTTL), stored.CleanupLimit, stored.MaxRunning, cfg.Queue); err != nil {
 			return err
 		}
 		created = true
-		return nil
+		return e.recountQueue(ctx, q, stored)
 	})
 	if err != nil {
 		return core.QueueConfig{}, false, e.wrap("create queue", err)
