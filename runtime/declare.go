@@ -14,13 +14,23 @@ import (
 // cfg; see core.QueueDeclarer. It returns the config as stored and
 // whether this call declared the queue. A different stored config gives
 // an error wrapping [ErrQueueConflict] and changes nothing; a backend that
-// cannot declare queues gives one wrapping core.ErrUnsupported. Call it at
+// cannot declare queues gives one wrapping core.ErrUnsupported, and a
+// MaxRunning on a backend without core.FlowController one wrapping
+// [ErrFlowUnsupported], declaring nothing. Call it at
 // startup for every queue the application uses, before spawning with
 // ClientOptions.StrictQueues.
 func (c *Client) CreateQueue(ctx context.Context, cfg core.QueueConfig) (core.QueueConfig, bool, error) {
 	b, err := c.router.Resolve(cfg.Queue)
 	if err != nil {
 		return core.QueueConfig{}, false, err
+	}
+	if cfg.UsesFlowControl() {
+		if err := core.ValidateQueueConfig(cfg); err != nil {
+			return core.QueueConfig{}, false, err
+		}
+		if err := requireFlow(b, "queue declaration of "+cfg.Queue); err != nil {
+			return core.QueueConfig{}, false, err
+		}
 	}
 	stored, created, err := core.CreateQueue(ctx, b, cfg)
 	if err != nil {
