@@ -236,16 +236,39 @@ local function flush(k)
     if #add > 0 then bulk('ZADD', key, add) end
   end
   for key, e in pairs(S) do
-    local drop = key == k.flow
-    for a, f in pairs(e) do
-      for b, d in pairs(f) do
-        if d ~= 0 then
-          local fl = a .. '|' .. b
-          local v = redis.call('HINCRBY', key, fl, fmt(d))
-          -- a count that falls to zero goes, so that a deleted queue
-          -- leaves none (below zero: jobs that ran before the counts
-          -- existed)
-          if drop and v <= 0 then redis.call('HDEL', key, fl) end
+    if key == k.flow then
+      -- the running counts, one per task and key, change in a batch by
+      -- one read and at most two writes: a count that falls to zero goes
+      -- (below zero: jobs that ran before the counts existed), so that a
+      -- deleted queue leaves none
+      local fs, ds = {}, {}
+      for a, f in pairs(e) do
+        for b, d in pairs(f) do
+          if d ~= 0 then
+            fs[#fs + 1] = a .. '|' .. b
+            ds[#ds + 1] = d
+          end
+        end
+      end
+      if #fs > 0 then
+        local cur = hmget(key, fs)
+        local set, del = {}, {}
+        for n, fl in ipairs(fs) do
+          local v = tonumber(cur[n] or '0') + ds[n]
+          if v > 0 then
+            set[#set + 1] = fl
+            set[#set + 1] = sformat('%d', v)
+          else
+            del[#del + 1] = fl
+          end
+        end
+        if #set > 0 then bulk('HSET', key, set) end
+        if #del > 0 then bulk('HDEL', key, del) end
+      end
+    else
+      for a, f in pairs(e) do
+        for b, d in pairs(f) do
+          if d ~= 0 then redis.call('HINCRBY', key, a .. '|' .. b, fmt(d)) end
         end
       end
     end
