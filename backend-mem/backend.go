@@ -25,8 +25,10 @@ type Options struct {
 }
 
 // Backend is an in-memory [core.QueueBackend] that also implements
-// [core.Notifier] and the operations capabilities [core.RunReader],
-// [core.JobSearcher], [core.TaskLister] and [core.JobDeleter]. It is safe for concurrent use. It does not implement
+// [core.Notifier], the operations capabilities [core.RunReader],
+// [core.JobSearcher], [core.TaskLister] and [core.JobDeleter], and
+// [core.FlowController]: it enforces the flow limits, start rates,
+// sequences and unique modes. It is safe for concurrent use. It does not implement
 // [core.TxEnqueuer]: memory has no transactions to join, so
 // [core.EnqueueTx] returns [core.ErrUnsupported].
 type Backend struct {

@@ -36,9 +36,18 @@
 //     the jobs a process retains; reads decode a copy.
 //   - Every heap tracks the position of each record, so a job leaves any
 //     heap in O(log n) when it is cancelled, retried or deleted.
-//   - Idempotency keys are a map by (queue, key); each task keeps its count
-//     of active jobs and its recent creation times for rate limits; job and
-//     run counts are kept per (queue, task) and per task as they change.
+//   - Idempotency keys are a map by (queue, key), pointing at the job that
+//     took the key last; whether it still holds it follows its unique mode
+//     (core.HoldsKey). Each task keeps its count of active jobs and its
+//     recent creation times for rate limits; job and run counts are kept
+//     per (queue, task) and per task as they change.
+//   - Flow control (see flow.go): running counts per task, queue and
+//     (task, limit key) and claims per second move with every transition.
+//     Jobs a limit or a sequence holds back wait outside the ready index (a
+//     sequence lets in only its head; a gate parks the jobs of a saturated
+//     task or key in claim order and admits the first when a slot frees),
+//     so a claim never scans past them: its cost does not grow with the
+//     number of saturated keys or blocked sequences.
 //   - Jobs are found by id in an id-ordered index of every job (binary
 //     search, O(log n)); listings walk it or the per-queue or per-task
 //     one from the cursor found by binary search. Leases are fenced

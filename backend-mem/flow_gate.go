@@ -43,7 +43,10 @@ func (s *store) offer(r *jobRec, now time.Time) {
 }
 
 // route moves a due job along its claim path from stage from on, until a
-// rule holds it back or it reaches the ready index.
+// rule holds it back or it reaches the ready index. A gate that holds no
+// job back lets a job through without a token: only a gate that a claim
+// found saturated (see claimable) parks the jobs that come to it, so that
+// a limit that is never reached costs a lookup per job and nothing more.
 func (s *store) route(r *jobRec, from int, now time.Time) {
 	lim := &r.t.flow
 	if f := r.fl; f != nil {
@@ -52,22 +55,17 @@ func (s *store) route(r *jobRec, from int, now time.Time) {
 			return
 		}
 		if from <= stageKey && f.key != nil && lim.keyGated() {
-			g := s.keyGate(r)
-			if g.parked.len() > 0 || g.tokens.len() >= g.capacity(now) {
+			if g := r.q.keyGates[f.key]; g != nil && g.parked.len() > 0 {
 				s.park(g, r, now)
 				return
 			}
-			s.grant(g, r)
 		}
 	}
 	if from <= stageTask && lim.taskGated() {
-		g := s.taskGate(r)
-		if g.parked.len() > 0 || g.tokens.len() >= g.capacity(now) {
+		if g := r.q.taskGates[r.t]; g != nil && g.parked.len() > 0 {
 			s.park(g, r, now)
 			return
 		}
-		s.flowOf(r) // an unkeyed job gets its flow state here
-		s.grant(g, r)
 	}
 	r.q.ready.add(r)
 	s.notify(r.job.Queue)
@@ -80,13 +78,6 @@ func (s *store) park(g *gate, r *jobRec, now time.Time) {
 	f.park = g
 	g.parked.push(claimEnt(r))
 	s.fill(g, now)
-}
-
-// capacity is how many jobs g may have admitted at now: the free slots of
-// its task's or key's limits (math.MaxInt when none applies).
-func (g *gate) capacity(now time.Time) int {
-	c, _ := g.room(now)
-	return c
 }
 
 // room returns g's capacity and whether a start rate bounds it.

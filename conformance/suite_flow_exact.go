@@ -17,6 +17,9 @@ const (
 	exactJobs     = 2000
 	exactClaimers = 8
 	exactTTL      = 24 * time.Hour
+	// exactStall is how many empty claims in a row, with no job held by
+	// any claimer, end a race that cannot finish (jobs lost or stuck).
+	exactStall = 20_000
 )
 
 // testFlowExact: with 8 claimers racing over 2,000 jobs, a limit is never
@@ -68,6 +71,8 @@ func (e *env) race(r exactRun, total int) {
 	}
 	var (
 		completed atomic.Int64
+		inFlight  atomic.Int64 // jobs claimers hold
+		empty     atomic.Int64 // empty claims since the last completion
 		samples   atomic.Int64
 		peak      atomic.Int64
 		done      atomic.Bool
@@ -113,12 +118,18 @@ func (e *env) race(r exactRun, total int) {
 					return
 				}
 				if len(jobs) == 0 {
+					if empty.Add(1) > exactStall && inFlight.Load() == 0 {
+						fail(fmt.Errorf("%s: no progress in %d empty claims with no job held by a claimer; %d of %d jobs completed, the store counts %v",
+							worker, exactStall, completed.Load(), total, e.countsOrErr(r.queue)))
+						return
+					}
 					if r.idle != nil {
 						r.idle()
 					}
 					runtime.Gosched()
 					continue
 				}
+				inFlight.Add(int64(len(jobs)))
 				var held []*atomic.Int64
 				for _, j := range jobs {
 					if r.claimed != nil {
@@ -157,6 +168,8 @@ func (e *env) race(r exactRun, total int) {
 					fail(fmt.Errorf("%s: Complete: %w", worker, err))
 					return
 				}
+				inFlight.Add(-int64(len(jobs)))
+				empty.Store(0)
 				completed.Add(int64(len(jobs)))
 			}
 		}()
@@ -176,6 +189,15 @@ func (e *env) race(r exactRun, total int) {
 		e.t.Fatalf("counts after the race: %v, want %d succeeded", got, total)
 	}
 	e.t.Logf("%d claimers, %d jobs: peak record %d (limit %d), %d samples of the store's counts", exactClaimers, total, peak.Load(), r.bound, samples.Load())
+}
+
+// countsOrErr is CountJobs of queue for a failure message.
+func (e *env) countsOrErr(queue string) any {
+	m, err := e.b.CountJobs(e.ctx, core.JobFilter{Queue: queue})
+	if err != nil {
+		return err
+	}
+	return nonZero(m)
 }
 
 // atMost reports running counts above bound.

@@ -207,6 +207,9 @@ func (b journaled) RetryTx(ctx context.Context, tx any, id string) (core.Job, er
 	if cur.State != core.StateFailed && cur.State != core.StateCancelled || b.f.spentFinal && spent {
 		return b.refuse(jn, fmt.Errorf("%w: job %s is %s with %d of %d attempts", core.ErrInvalidState, id, cur.State, cur.Attempt, cur.MaxAttempts))
 	}
+	if holder, held := b.keyHolder(ctx, cur); held && holder != id {
+		return b.refuse(jn, fmt.Errorf("%w: job %s's key %q is held by job %s", core.ErrIdempotencyConflict, id, cur.IdempotencyKey, holder))
+	}
 	next := cur
 	next.State = core.StateQueued
 	next.FinishedAt = time.Time{}
@@ -220,4 +223,19 @@ func (b journaled) RetryTx(ctx context.Context, tx any, id string) (core.Job, er
 		return err
 	})
 	return next, nil
+}
+
+// keyHolder returns the job that holds j's while-active key now, as the
+// wrapped backend's FindByIdempotencyKey tells: a retry of j must retake
+// that key.
+func (b journaled) keyHolder(ctx context.Context, j core.Job) (string, bool) {
+	js, ok := b.QueueBackend.(core.JobSearcher)
+	if !ok || j.Unique != core.UniqueWhileActive || j.IdempotencyKey == "" {
+		return "", false
+	}
+	h, err := js.FindByIdempotencyKey(ctx, j.Queue, j.IdempotencyKey)
+	if err != nil {
+		return "", false
+	}
+	return h.ID, true
 }
