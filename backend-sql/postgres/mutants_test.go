@@ -51,7 +51,7 @@ var pgMutants = []mutants.Mutant{{
 	CaughtBy: []string{"Idempotency/Conflict", "Idempotency/ConflictWithinBatch"},
 }, {
 	Name:     "complete-keeps-running-count",
-	Breaks:   []string{"flow: a completion frees its slot"},
+	Breaks:   []string{mutants.ClaimLimit},
 	Edits:    []mutants.Edit{{File: pgDialect, Find: "SET n = c.n - dec.cnt,", Replace: "SET n = c.n,"}},
 	CaughtBy: []string{"FlowLimits/FreedByComplete", "FlowLimits/TaskMaxRunning"},
 }}

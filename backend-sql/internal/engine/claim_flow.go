@@ -26,6 +26,8 @@ type flowClaim struct {
 	// at the end: marks added meanwhile stay for the next claim.
 	seenSeqs map[string]int64
 	seenKeys map[countKey]int64
+	// opened counts the jobs whose gates the claim opened.
+	opened int64
 }
 
 // claimFlowPickSQL reads due, ungated jobs of a queue in claim order,
@@ -52,43 +54,65 @@ func (e *Engine) claimFlowPickSQL(after bool) string {
 // or by its sequence is gated, so that no later claim walks it until a
 // slot frees or its sequence moves.
 func (e *Engine) ClaimFlow(ctx context.Context, q Querier, req core.ClaimRequest, now int64) ([]core.Job, error) {
+	jobs, _, err := e.claimFlow(ctx, q, req, now, nil)
+	return jobs, err
+}
+
+// claimFlow is ClaimFlow starting the walk at the claim cursor after
+// (nil or a head start: the head of the index). It reports whether the
+// cursor may move past what the claim walked: false when it opened
+// gates (the opened jobs may sit behind the cursor; the walk then starts
+// at the head) or passed over a job without gating it.
+func (e *Engine) claimFlow(ctx context.Context, q Querier, req core.ClaimRequest, now int64, after *cursorStart) ([]core.Job, bool, error) {
+	jobs, clean, err := e.claimFlowIn(ctx, q, req, now, after)
+	return jobs, clean, err
+}
+
+func (e *Engine) claimFlowIn(ctx context.Context, q Querier, req core.ClaimRequest, now int64, after *cursorStart) (_ []core.Job, clean bool, _ error) {
 	if err := e.flowLock(ctx, q); err != nil {
-		return nil, err
+		return nil, false, err
 	}
+	clean = true
 	fc := &flowClaim{e: e, q: q, now: now, sec: floorDiv(now, 1_000_000), cfgs: map[string]*flowCfg{},
 		counts: map[countKey]int64{}, starts: map[countKey]int64{}, seenSeqs: map[string]int64{}, seenKeys: map[countKey]int64{}}
 	expired, err := fc.expire(ctx, req.Queue)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := fc.openSequences(ctx, req.Queue, expired); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := fc.openKeys(ctx); err != nil {
-		return nil, err
+		return nil, false, err
+	}
+	if fc.opened > 0 {
+		clean, after = false, nil
 	}
 	var paused, qmax int64
 	if err := e.scanAll(ctx, q, "SELECT paused, max_running FROM {s}queue_configs WHERE queue = ?", []any{req.Queue},
 		func(rows Rows) error { return rows.Scan(&paused, &qmax) }); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if paused != 0 {
-		return nil, fc.count(ctx, req.Queue, nil, false)
+		return nil, clean, fc.count(ctx, req.Queue, nil, false)
 	}
 	qkey := countKey{"q", req.Queue, ""}
 	if qmax > 0 {
 		if err := fc.loadCounts(ctx, []countKey{qkey}); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if fc.counts[qkey] >= qmax {
-			return nil, fc.count(ctx, req.Queue, nil, false)
+			return nil, clean, fc.count(ctx, req.Queue, nil, false)
 		}
 	}
 	var chosen []core.Job
 	var gateKey, gateSeq []string
 	seqTaken := map[[2]string]bool{}
 	page := max(2*req.Limit, 100)
-	var last *core.Job
+	var last *claimPos
+	if after != nil && !after.head {
+		last = &after.pos
+	}
 	for {
 		var picked []core.Job
 		var err error
@@ -96,13 +120,13 @@ func (e *Engine) ClaimFlow(ctx context.Context, q Querier, req core.ClaimRequest
 			picked, err = collectJobs(q.Query(ctx, e.render(e.claimFlowPickSQL(false)), req.Queue, now, now, page))
 		} else {
 			picked, err = collectJobs(q.Query(ctx, e.render(e.claimFlowPickSQL(true)), req.Queue, now, now,
-				last.Priority, toUS(last.RunAt), last.ID, page))
+				last.prio, last.runAt, last.id, page))
 		}
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		if err := fc.load(ctx, picked); err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		stop := false
 		for i := range picked {
@@ -114,6 +138,7 @@ func (e *Engine) ClaimFlow(ctx context.Context, q Querier, req core.ClaimRequest
 			c := fc.cfgs[j.Task]
 			tk, kk := countKey{"t", j.Task, ""}, countKey{"k", j.Task, j.LimitKey}
 			if c.maxRunning > 0 && fc.counts[tk] >= c.maxRunning {
+				clean = false
 				continue
 			}
 			if j.LimitKey != "" && c.perKey > 0 && fc.counts[kk] >= c.perKey {
@@ -121,19 +146,22 @@ func (e *Engine) ClaimFlow(ctx context.Context, q Querier, req core.ClaimRequest
 				continue
 			}
 			if c.rate > 0 && fc.starts[tk] >= c.rate {
+				clean = false
 				continue
 			}
 			if j.LimitKey != "" && c.rateKey > 0 && fc.starts[kk] >= c.rateKey {
+				clean = false
 				continue
 			}
 			if j.SequenceKey != "" {
 				sk := [2]string{j.Queue, j.SequenceKey}
 				if seqTaken[sk] {
+					clean = false
 					continue
 				}
 				ok, err := fc.sequenceHead(ctx, j)
 				if err != nil {
-					return nil, err
+					return nil, false, err
 				}
 				if !ok {
 					gateSeq = append(gateSeq, j.ID)
@@ -165,21 +193,23 @@ func (e *Engine) ClaimFlow(ctx context.Context, q Querier, req core.ClaimRequest
 		if stop || len(picked) < page {
 			break
 		}
-		last = &picked[len(picked)-1]
+		l := picked[len(picked)-1]
+		last = &claimPos{prio: l.Priority, runAt: toUS(l.RunAt), id: l.ID}
 	}
 	if err := fc.gate(ctx, "key_gate", gateKey); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := fc.gate(ctx, "seq_gate", gateSeq); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if err := fc.count(ctx, req.Queue, chosen, qmax > 0); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if len(chosen) == 0 {
-		return nil, nil
+		return nil, clean, nil
 	}
-	return e.markClaimed(ctx, q, req, now, chosen)
+	jobs, err := e.markClaimed(ctx, q, req, now, chosen)
+	return jobs, clean, err
 }
 
 // markClaimed marks picked jobs running under new leases, as ClaimSQL
@@ -265,11 +295,13 @@ func (fc *flowClaim) openSequences(ctx context.Context, queue string, expired []
 		}
 	}
 	for _, s := range seqs {
-		if _, err := fc.q.Exec(ctx, e.render(`UPDATE {s}jobs SET seq_gate = 0 WHERE id = (SELECT id FROM {s}jobs
+		n, err := fc.q.Exec(ctx, e.render(`UPDATE {s}jobs SET seq_gate = 0 WHERE id = (SELECT id FROM {s}jobs
 			WHERE queue = ? AND sequence_key = ? AND (state IN ('queued', 'running', 'sleeping') OR seq_hold <> 0) ORDER BY id LIMIT 1)
-			AND state IN ('queued', 'sleeping') AND seq_gate <> 0`), queue, s); err != nil {
+			AND state IN ('queued', 'sleeping') AND seq_gate <> 0`), queue, s)
+		if err != nil {
 			return err
 		}
+		fc.opened += n
 	}
 	return nil
 }
@@ -305,10 +337,12 @@ func (fc *flowClaim) openKeys(ctx context.Context) error {
 		if free <= 0 {
 			continue
 		}
-		if _, err := fc.q.Exec(ctx, e.render(`UPDATE {s}jobs SET key_gate = 0 WHERE id IN (SELECT id FROM {s}jobs
-			WHERE task = ? AND limit_key = ? AND key_gate <> 0 ORDER BY priority, run_at, id LIMIT ?)`), f.task, f.key, free); err != nil {
+		n, err := fc.q.Exec(ctx, e.render(`UPDATE {s}jobs SET key_gate = 0 WHERE id IN (SELECT id FROM {s}jobs
+			WHERE task = ? AND limit_key = ? AND key_gate <> 0 ORDER BY priority, run_at, id LIMIT ?)`), f.task, f.key, free)
+		if err != nil {
 			return err
 		}
+		fc.opened += n
 	}
 	return nil
 }

@@ -89,7 +89,8 @@ func pgClaimStatement(req core.ClaimRequest, st cursorStart, now any) (string, [
 // transaction. It starts where the queue's claim cursor says. That
 // statement claims nothing while flow control is on (a sequence or a
 // limit exists in the schema); the claim is then ClaimFlow's, in one
-// transaction from the head of the claim index.
+// transaction, from the cursor while it holds back nothing it does not
+// gate.
 func (Postgres) Claim(ctx context.Context, e *Engine, req core.ClaimRequest, now any) ([]core.Job, error) {
 	if !e.flowOn.Load() {
 		st := e.cursors.start(req.Queue, now)
@@ -113,7 +114,9 @@ func (Postgres) Claim(ctx context.Context, e *Engine, req core.ClaimRequest, now
 		}
 		e.flowOn.Store(true)
 	}
+	st := e.cursors.start(req.Queue, now)
 	var jobs []core.Job
+	var clean bool
 	err := e.st.WriteTx(ctx, func(q Querier) error {
 		// The clock is read under the flow lock, so that the claims of
 		// one window count in the order they read it.
@@ -131,11 +134,20 @@ func (Postgres) Claim(ctx context.Context, e *Engine, req core.ClaimRequest, now
 		if !on {
 			e.flowOn.Store(false)
 		}
-		jobs, err = e.ClaimFlow(ctx, q, req, t)
+		jobs, clean, err = e.claimFlow(ctx, q, req, t, &st)
 		return err
 	})
-	e.cursors.reset(req.Queue)
-	return jobs, err
+	if err != nil {
+		return nil, err
+	}
+	// The cursor follows a flow claim that held back nothing it did not
+	// gate; otherwise the next claim starts at the head again.
+	if clean {
+		e.cursors.done(req.Queue, st, now, req.Limit, req.LeaseTTL, jobs)
+	} else {
+		e.cursors.reset(req.Queue)
+	}
+	return jobs, nil
 }
 
 // pgComplete finishes a batch in one statement: it marks the jobs

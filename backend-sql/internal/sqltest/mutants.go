@@ -79,17 +79,12 @@ var EngineMutants = []mutants.Mutant{{
 	CaughtBy: []string{"Capabilities/NotifyOnEnqueue", "Capabilities/NotifyOnFinish"},
 }, {
 	Name:     "flow-key-limit-off-by-one",
-	Breaks:   []string{"flow: MaxRunningPerKey at claim"},
+	Breaks:   []string{mutants.ClaimLimit},
 	Edits:    []mutants.Edit{{File: eng("claim_flow.go"), Find: "c.perKey > 0 && fc.counts[kk] >= c.perKey {", Replace: "c.perKey > 0 && fc.counts[kk] > c.perKey {"}},
 	CaughtBy: []string{"FlowLimits/KeyMaxRunning", "FlowLimits/KeyPerTask"},
 }, {
-	Name:     "flow-sequence-ignores-order",
-	Breaks:   []string{"flow: sequences run in id order"},
-	Edits:    []mutants.Edit{{File: eng("claim_flow.go"), Find: "return before == 0 && busy == 0, err", Replace: "return busy == 0, err"}},
+	Name:     "flow-sequence-ignores-running-member",
+	Breaks:   []string{mutants.ClaimDueOnly},
+	Edits:    []mutants.Edit{{File: eng("claim_flow.go"), Find: "return before == 0 && busy == 0, err", Replace: "return before == 0, err"}},
 	CaughtBy: []string{"FlowSequence/RetryOfReleasedJob"},
-}, {
-	Name:     "flow-retry-ignores-active-holder",
-	Breaks:   []string{"flow: Retry retakes a while-active key"},
-	Edits:    []mutants.Edit{{File: eng("flow.go"), Find: "if j.Unique != core.UniqueWhileActive || j.IdempotencyKey == \"\" {", Replace: "if true {"}},
-	CaughtBy: []string{"FlowUnique/WhileActiveRetryConflict"},
 }}
