@@ -164,6 +164,21 @@
 // core.ErrLeaseLost. The README lists which filter reads what, and the
 // bounds.
 //
+// # Flow control
+//
+// Backend implements core.FlowController: the concurrency limits and start
+// rates of core.TaskConfig and core.QueueConfig at claim, sequences, the
+// unique modes and the flow fields of jobs and searches, each kept by the
+// same scripts as the transitions. Running counts are counters that every
+// transition into or out of running changes; a claim passes over a job it
+// may not start by moving it into its group's gate, out of the ready set,
+// and the script that frees room lets the next one back, so a claim's cost
+// does not grow with saturated keys or blocked sequences (only a
+// sequence's head is ever claimable). Task limits span queues: on a
+// cluster they need Options.OneSlot, which puts the whole prefix in one
+// slot; without it a cluster refuses them with core.ErrUnsupported. The
+// README has the design and its costs.
+//
 // # Notifications
 //
 // Scripts PUBLISH on the channel "<prefix>:wake:<queue>" when a job becomes

@@ -2,6 +2,7 @@ package redisq
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,8 +15,9 @@ var _ core.FlowController = (*Backend)(nil)
 // RunningByKey returns the running jobs of task grouped by limit key, most
 // running first (ties by key), from the running counts that every
 // transition into or out of running keeps in step ("k|<task>|<key>" of the
-// flow hash: the prefix's on one node or with Options.OneSlot, else each
-// queue's, summed). See core.FlowController.
+// prefix's flow hash). On a cluster with a slot per queue (no
+// Options.OneSlot) flow control is not offered whole, and it fails with
+// core.ErrUnsupported. See core.FlowController.
 func (b *Backend) RunningByKey(ctx context.Context, task string, limit int) ([]core.KeyCount, error) {
 	if err := b.check("running by key"); err != nil {
 		return nil, err
@@ -23,37 +25,27 @@ func (b *Backend) RunningByKey(ctx context.Context, task string, limit int) ([]c
 	if err := core.ValidateRunningByKey(task, limit); err != nil {
 		return nil, err
 	}
+	if !b.ks.nsFlow {
+		return nil, fmt.Errorf("redisq: running by key: %w: a cluster with a slot per queue does not offer flow control; use Options.OneSlot", core.ErrUnsupported)
+	}
 	if limit == 0 {
 		limit = core.DefaultPageSize
 	}
-	keys := []string{b.ks.name(core.DefaultQueue, "flow")}
-	if !b.ks.nsFlow {
-		qs, err := b.sortedQueues(ctx)
-		if err != nil {
-			return nil, err
-		}
-		keys = keys[:0]
-		for _, q := range qs {
-			keys = append(keys, b.ks.name(q, "flow"))
-		}
-	}
 	pre := "k|" + task + "|"
 	sums := map[string]int64{}
-	for _, key := range keys {
-		it := b.rdb.HScan(ctx, key, 0, pre+"*", 1000).Iterator()
-		for it.Next(ctx) {
-			field := it.Val()
-			if !it.Next(ctx) {
-				break
-			}
-			n, _ := strconv.ParseInt(it.Val(), 10, 64)
-			if k, ok := strings.CutPrefix(field, pre); ok && n > 0 {
-				sums[k] += n
-			}
+	it := b.rdb.HScan(ctx, b.ks.name(core.DefaultQueue, "flow"), 0, pre+"*", 1000).Iterator()
+	for it.Next(ctx) {
+		field := it.Val()
+		if !it.Next(ctx) {
+			break
 		}
-		if err := it.Err(); err != nil {
-			return nil, wrap("running by key", err)
+		n, _ := strconv.ParseInt(it.Val(), 10, 64)
+		if k, ok := strings.CutPrefix(field, pre); ok && n > 0 {
+			sums[k] += n
 		}
+	}
+	if err := it.Err(); err != nil {
+		return nil, wrap("running by key", err)
 	}
 	out := make([]core.KeyCount, 0, len(sums))
 	for k, n := range sums {

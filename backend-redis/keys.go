@@ -17,7 +17,7 @@ type keyspace struct {
 }
 
 // nsKeys are the keys of keyNames that hold flow state spanning queues.
-var nsKeys = map[string]bool{"flow": true, "tflow": true, "gate": true}
+var nsKeys = map[string]bool{"flow": true, "tflow": true, "gate": true, "gatet": true}
 
 // tag returns the start of every key of queue.
 func (ks keyspace) tag(queue string) string {
@@ -36,7 +36,7 @@ func (ks keyspace) name(queue string, n string) string {
 }
 
 // keyNames names the keys of a queue, in the order of queueKeys.
-var keyNames = []string{"job", "ready", "sched", "lease", "dead", "done", "idx", "idem", "rate", "run", "cp", "cpx", "conf", "rstat", "cnt", "pend", "txn", "flow", "tflow", "gate", "seqh", "seqw"}
+var keyNames = []string{"job", "ready", "sched", "lease", "dead", "done", "idx", "idem", "rate", "run", "cp", "cpx", "conf", "rstat", "cnt", "pend", "txn", "flow", "tflow", "gate", "seqh", "seqw", "gatet"}
 
 // keysOf returns the keys of queue with the indexes in which, in that
 // order: the keys a script touches (see keys() in luaLib).
@@ -71,9 +71,10 @@ func (ks keyspace) queueKeys(queue string) []string {
 		t + "txn",               // hash: "<batch>" -> "<c|a>|<decided µs>|<participant queues>": decisions of the cross-slot batches this queue coordinates
 		ks.name(queue, "flow"),  // hash: "t|<task>" and "k|<task>|<key>" running counts, "r|<task>" and "rk|<task>|<key>" start windows
 		ks.name(queue, "tflow"), // hash: task -> its flow limits, "<max running>|<per key>|<starts/s>|<starts/s per key>|<hold>"
-		ks.name(queue, "gate"),  // lex zset: "<group>#<ready member>#<ready key>": jobs a concurrency limit holds back
+		ks.name(queue, "gate"),  // lex zset: "<group>#<ready key>#<ready member>#<channel>": jobs a limit holds back
 		t + "seqh",              // hash: sequence key -> id of the job at its head
 		t + "seqw",              // lex zset: "<sequence key>#<id>": jobs waiting behind their sequence's head
+		ks.name(queue, "gatet"), // zset: start-rate gate group by the start of the window that lets its next jobs in
 	}
 }
 
@@ -101,6 +102,7 @@ const (
 	kGate
 	kSeqh
 	kSeqw
+	kGatet
 )
 
 // queues is the set of every queue that has had a job or a config.

@@ -32,6 +32,7 @@ end
 local flowon = redis.call('HLEN', k.tflow) > 0
 local FC, RC, RW, RWD = {}, {}, {}, {}
 local sec = math.floor(now / 1000000)
+if flowon then admitdue(k, now) end
 local function limitsof(task)
   local c = FC[task]
   if c == nil then
@@ -54,6 +55,23 @@ local function running(f)
   end
   return v
 end
+-- prefetch reads the running counts of the groups of the jobs ids that
+-- have limits, and that this claim has not read yet, in one HMGET
+local function prefetch(ids)
+  local f = {}
+  for _, id in ipairs(ids) do
+    local r = J[id]
+    if r and limitsof(r[RT]) then
+      local tg, kg = groupsof(r)
+      if RC[tg] == nil then RC[tg] = 0; f[#f + 1] = tg end
+      if kg and RC[kg] == nil then RC[kg] = 0; f[#f + 1] = kg end
+    end
+  end
+  if #f > 0 then
+    local v = hmget(k.flow, f)
+    for i, fl in ipairs(f) do RC[fl] = tonumber(v[i] or '0') end
+  end
+end
 -- starts in the current second, as stored plus this claim's
 local function starts(f)
   local v = RW[f]
@@ -62,7 +80,10 @@ local function starts(f)
     local w = redis.call('HGET', k.flow, f)
     if w then
       local ws, n = string.match(w, '^(%d+):(%d+)$')
-      if tonumber(ws) == sec then v = tonumber(n) end
+      ws = tonumber(ws)
+      -- a claim whose clock is behind a window already counted starts
+      -- nothing under that rate: its own window's count is gone
+      if ws == sec then v = tonumber(n) elseif ws > sec then v = math.huge end
     end
     RW[f] = v
   end
@@ -71,7 +92,7 @@ end
 -- takes reports whether job id may start now under its task's limits,
 -- and counts it when it may. A job held by a concurrency limit goes into
 -- the gate of its group, which lets it back when the group frees a slot;
--- one held by a start rate waits in the scheduled set for the next second.
+-- one held by a start rate waits in its gate for the next window.
 local function takes(id, r)
   local c = limitsof(r[RT])
   if not c then return true end
@@ -79,29 +100,33 @@ local function takes(id, r)
   local tg, kg = groupsof(r)
   local kf, kr
   if kg then kf, kr = 'k|' .. task .. '|' .. r[RLK], 'rk|' .. task .. '|' .. r[RLK] end
-  local held
+  local rd
   if c[1] > 0 and running(tg) >= c[1] then
-    held = tg
-    r[RRD] = 2
+    rd = 2
   elseif kg and c[2] > 0 and running(kf) >= c[2] then
-    held = kg
-    r[RRD] = 4
+    rd = 4
+  elseif c[3] > 0 and starts('r|' .. task) >= c[3] then
+    rd = 5
+  elseif kg and c[4] > 0 and starts(kr) >= c[4] then
+    rd = 6
   end
-  if held then
-    zadd(k.gate, '0', gatemember(k, id, r, held))
-    put(id, r)
-    return false
-  end
-  if (c[3] > 0 and starts('r|' .. task) >= c[3]) or (kg and c[4] > 0 and starts(kr) >= c[4]) then
-    zadd(k.sched, fmt((sec + 1) * 1000000), id)
+  if rd then
+    r[RRD] = rd
+    local g = gategroup(r, rd)
+    zadd(k.gate, '0', gatemember(k, id, r, g))
+    -- a start rate lets its group in again when the next window begins
+    if rd >= 5 then zadd(k.gatet, fmt((sec + 1) * 1000000), g) end
     put(id, r)
     return false
   end
   RC[tg] = running(tg) + 1
-  RW['r|' .. task] = starts('r|' .. task) + 1
-  RWD['r|' .. task] = true
-  if kg then
-    RC[kf] = running(kf) + 1
+  if kg then RC[kf] = running(kf) + 1 end
+  -- start windows are kept for the rates that are set
+  if c[3] > 0 then
+    RW['r|' .. task] = starts('r|' .. task) + 1
+    RWD['r|' .. task] = true
+  end
+  if kg and c[4] > 0 then
     RW[kr] = starts(kr) + 1
     RWD[kr] = true
   end
@@ -139,11 +164,12 @@ while more and got < limit do
   local ids = {}
   for i, m in ipairs(ms) do ids[i] = string.sub(m, 25) end
   fetch(k, ids)
+  if flowon then prefetch(ids) end
   for i, m in ipairs(ms) do
     local id = ids[i]
     local r = J[id]
     local rd = r and r[RRD]
-    if r and (r[RST] == QUEUED or r[RST] == SLEEPING) and (rd == 1 or rd == 2 or rd == 4) then
+    if r and (r[RST] == QUEUED or r[RST] == SLEEPING) and rd ~= 0 and rd ~= 3 then
       r[RRD] = 0
       if r[RRA] > now then
         place(k, id, r, now)

@@ -70,6 +70,7 @@ local now = now_us()
 local nows = fmt(now)
 local limit = tonumber(ARGV[3])
 local req, failed, canc = 0, 0, 0
+admitdue(k, now)
 local dl = redis.call('ZRANGEBYSCORE', k.dead, '-inf', nows, 'LIMIT', '0', ARGV[3])
 fetch(k, dl)
 for _, id in ipairs(dl) do

@@ -187,7 +187,7 @@ local now = now_us()
 local batch = ARGV[3]
 local v = redis.call('HMGET', k.pend, 'm|' .. batch, 'i|' .. batch)
 if not v[1] then return {'gone'} end
-local A = munpack(v[2])
+local A = pendItems(munpack(v[2]))
 local n = #A / EW
 local groups = {{chan = ARGV[2], k = k, due = false}}
 writejobs(now, groups, A, 1, n, {})
@@ -210,7 +210,7 @@ local k = keys(1)
 local batch = ARGV[3]
 local v = redis.call('HMGET', k.pend, 'm|' .. batch, 'i|' .. batch)
 if not v[1] then return {'gone'} end
-local A = munpack(v[2])
+local A = pendItems(munpack(v[2]))
 local out = {'ok'}
 local cnt, keyed, held, ids = {}, {}, {}, {}
 for b = 1, #A, EW do

@@ -85,10 +85,11 @@ local RRS, RRB, RRF, RT, RLW, RRE, RLE, RIK = 14, 15, 16, 17, 18, 19, 20, 21
 -- after RF; its RUQ..RUP are nil. Position 22 holds where RF ended.
 local RX = '>BHc0Hc0Hc0'
 local RUQ, RLK, RSK, RUP = 23, 24, 25, 26
--- The ready flag RRD: 0 in no set or the scheduled set, 1 ready, 2 held
--- by its task's concurrency gate (or let back into the ready set from
--- it), 3 waiting behind its sequence's head, 4 held by its limit key's
--- gate (or let back).
+-- The ready flag RRD: 0 in no set or the scheduled set, 1 ready, 3
+-- waiting behind its sequence's head; 2, 4, 5 and 6 held back by a gate
+-- (or let back into the ready set from it and not claimed yet): its
+-- task's concurrency, its limit key's concurrency, its task's start rate,
+-- its limit key's start rate.
 
 -- job states and run statuses, as the record codes them
 local QUEUED, RUNNING, SLEEPING, SUCCEEDED, FAILED, CANCELLED = 1, 2, 3, 4, 5, 6
@@ -235,13 +236,39 @@ local function flush(k)
     if #add > 0 then bulk('ZADD', key, add) end
   end
   for key, e in pairs(S) do
-    local drop = key == k.flow
-    for a, f in pairs(e) do
-      for b, d in pairs(f) do
-        if d ~= 0 then
-          local fl = a .. '|' .. b
-          local v = redis.call('HINCRBY', key, fl, fmt(d))
-          if drop and v <= 0 then redis.call('HDEL', key, fl) end
+    if key == k.flow then
+      -- the running counts, one per task and key, change in a batch by
+      -- one read and at most two writes: a count that falls to zero goes
+      -- (below zero: jobs that ran before the counts existed), so that a
+      -- deleted queue leaves none
+      local fs, ds = {}, {}
+      for a, f in pairs(e) do
+        for b, d in pairs(f) do
+          if d ~= 0 then
+            fs[#fs + 1] = a .. '|' .. b
+            ds[#ds + 1] = d
+          end
+        end
+      end
+      if #fs > 0 then
+        local cur = hmget(key, fs)
+        local set, del = {}, {}
+        for n, fl in ipairs(fs) do
+          local v = tonumber(cur[n] or '0') + ds[n]
+          if v > 0 then
+            set[#set + 1] = fl
+            set[#set + 1] = sformat('%d', v)
+          else
+            del[#del + 1] = fl
+          end
+        end
+        if #set > 0 then bulk('HSET', key, set) end
+        if #del > 0 then bulk('HDEL', key, del) end
+      end
+    else
+      for a, f in pairs(e) do
+        for b, d in pairs(f) do
+          if d ~= 0 then redis.call('HINCRBY', key, a .. '|' .. b, fmt(d)) end
         end
       end
     end
@@ -252,6 +279,21 @@ end
 
 -- EW is the number of values per item of an enqueue (see luaEnqueue).
 local EW = 11
+
+-- pendItems returns the items of a prepared batch part with EW values
+-- each. A part prepared before items had their flow value has 10 each
+-- (the eleventh value is then the next item's group, digits only, where a
+-- flow value is empty or holds a '|'): it gets an empty flow value each.
+local function pendItems(A)
+  local n = #A
+  if n % EW == 0 and (n == 0 or A[11] == '' or string.find(A[11], '|', 1, true)) then return A end
+  local out = {}
+  for b = 1, n, 10 do
+    for j = 0, 9 do out[#out + 1] = A[b + j] end
+    out[#out + 1] = ''
+  end
+  return out
+end
 
 -- ratemembers drops the rate members older than los of the tasks of
 -- items 1..n of A (from position first on, EW values each; those in skip
@@ -391,15 +433,77 @@ local function place(k, id, r, now)
   end
 end
 
--- REL lists the concurrency groups ("t|<task>", "k|<task>|<key>") that
--- gave up a running job or a held-back job in this call, SQ the sequences
--- whose head left: settle lets the next jobs in.
+-- REL lists the gate groups ("t|<task>", "k|<task>|<key>", ...) that
+-- gave up a held-back job in this call, and the records of the jobs that
+-- left running (standing for their task's and limit key's groups); SQ the
+-- sequences whose head left: settle lets the next jobs in.
 local REL, SQ = {}, {}
 
--- gatemember is a held-back job's member in the gate set: its group, its
--- ready member, the ready key and the channel of its queue.
+-- gatemember is a held-back job's member in the gate set: its group, the
+-- ready key of its queue, its ready member and its queue's channel. A
+-- group's members sort by queue, then in claim order.
 local function gatemember(k, id, r, grp)
-  return grp .. '#' .. readykey(id, r[RPR], r[RRA]) .. '#' .. k.ready .. '#' .. ARGV[2]
+  return grp .. '#' .. k.ready .. '#' .. readykey(id, r[RPR], r[RRA]) .. '#' .. ARGV[2]
+end
+
+-- gategroup is the gate group of a job held back with ready flag rd.
+local function gategroup(r, rd)
+  if rd == 2 then return 't|' .. r[RT] end
+  if rd == 5 then return 'r|' .. r[RT] end
+  if rd == 4 then return 'k|' .. r[RT] .. '|' .. r[RLK] end
+  return 'rk|' .. r[RT] .. '|' .. r[RLK]
+end
+
+-- letin moves the first n members of gate group g of each queue back
+-- into the queue's ready set: the room a transition freed goes to the
+-- claim that comes first, in whichever queue. It reports whether members
+-- are left behind in some queue.
+local function letin(k, g, n)
+  local lo, hi = '[' .. g .. '#', '(' .. g .. '$'
+  local left = false
+  while true do
+    local ms = redis.call('ZRANGEBYLEX', k.gate, lo, hi, 'LIMIT', '0', n + 1)
+    if #ms == 0 then break end
+    local p = #g + 2
+    local rk = string.sub(ms[1], p, string.find(ms[1], '#', p, true) - 1)
+    local q = p + #rk + 1
+    local take, ch = {}, ''
+    for _, m in ipairs(ms) do
+      if string.sub(m, p, q - 1) ~= rk .. '#' then break end
+      if #take == n then left = true break end
+      take[#take + 1] = m
+      local b = string.find(m, '#', q, true)
+      redis.call('ZADD', rk, '0', string.sub(m, q, b - 1))
+      ch = string.sub(m, b + 1)
+    end
+    redis.call('ZREM', k.gate, unpack(take))
+    if ch ~= '' then redis.call('PUBLISH', ch, '1') end
+    -- on to the next queue: past every member of this one
+    lo = '(' .. g .. '#' .. rk .. '$'
+  end
+  return left
+end
+
+-- admitdue lets in the jobs that start rates held back for a window that
+-- has begun: as many per group as its rate (a claim holds back again
+-- those it cannot start), the group coming due again at the next window
+-- while it holds more.
+local function admitdue(k, now)
+  local due = redis.call('ZRANGEBYSCORE', k.gatet, '-inf', fmt(now), 'LIMIT', '0', '1000')
+  if #due == 0 then return end
+  redis.call('ZREM', k.gatet, unpack(due))
+  local nxt = fmt((math.floor(now / 1000000) + 1) * 1000000)
+  for _, g in ipairs(due) do
+    local key, task = string.match(g, '^(r?k?)|([^|]*)')
+    local n = 0
+    local v = redis.call('HGET', k.tflow, task)
+    if v then
+      local a, b, c3, d = string.match(v, '^(%d+)|(%d+)|(%d+)|(%d+)')
+      n = tonumber(key == 'r' and c3 or d)
+    end
+    if n == 0 then n = 1000 end
+    if letin(k, g, n) then redis.call('ZADD', k.gatet, nxt, g) end
+  end
 end
 
 -- groups returns the concurrency groups of a job: its task's, and its
@@ -413,15 +517,11 @@ end
 local function unschedule(k, id, r)
   local rd = r[RRD]
   if rd ~= 0 and rd ~= 3 then zrem(k.ready, readykey(id, r[RPR], r[RRA])) end
-  if rd == 2 or rd == 4 then
+  if rd >= 2 and rd ~= 3 then
     -- held back, or let back and not claimed yet: the gate lets another in
-    local tg, kg = groupsof(r)
-    zrem(k.gate, gatemember(k, id, r, tg))
-    REL[#REL + 1] = tg
-    if kg then
-      zrem(k.gate, gatemember(k, id, r, kg))
-      REL[#REL + 1] = kg
-    end
+    local g = gategroup(r, rd)
+    zrem(k.gate, gatemember(k, id, r, g))
+    REL[#REL + 1] = g
   elseif rd == 3 then
     zrem(k.seqw, r[RSK] .. '#' .. id)
   end
@@ -440,13 +540,11 @@ local function setstate(k, id, r, new)
   if old == RUNNING or new == RUNNING then
     -- running counts of the task and its limit key, for the limits at claim
     local d = new == RUNNING and 1 or -1
-    local tg, kg = groupsof(r)
     bump(k.flow, 't', task, d)
-    if kg then bump(k.flow, 'k', task .. '|' .. r[RLK], d) end
-    if d < 0 then
-      REL[#REL + 1] = tg
-      if kg then REL[#REL + 1] = kg end
-    end
+    local lk = r[RLK]
+    if lk and lk ~= '' then bump(k.flow, 'k', task .. '|' .. lk, d) end
+    -- the record stands for its groups (see settle)
+    if d < 0 then REL[#REL + 1] = r end
   end
   r[RST] = new
 end
@@ -490,7 +588,8 @@ local function seqjobs(now, groups)
         seqenter(k, id, r, now)
         if r[RRD] == 1 then groups[g].due = true end
       end
-      if g > 1 then flush(k) end
+      -- flush writes the records it collected into the job hash of k
+      flush(k)
     end
   end
 end
@@ -519,6 +618,12 @@ end
 -- head.
 local function settle(k)
   if #SQ == 0 and #REL == 0 then return end
+  -- most calls free room where nothing is held back: no gate, no flush
+  local gated = #REL > 0 and (Z[k.gate] ~= nil or redis.call('EXISTS', k.gate) == 1)
+  if #SQ == 0 and not gated then
+    REL = {}
+    return
+  end
   flush(k)
   if #SQ > 0 then
     local now = NOW or now_us()
@@ -542,20 +647,18 @@ local function settle(k)
     SQ = {}
   end
   if #REL > 0 then
-    if redis.call('EXISTS', k.gate) == 1 then
+    if gated then
       local want = {}
-      for _, g in ipairs(REL) do want[g] = (want[g] or 0) + 1 end
-      for g, n in pairs(want) do
-        local ms = redis.call('ZRANGEBYLEX', k.gate, '[' .. g .. '#', '(' .. g .. '$', 'LIMIT', '0', n)
-        for _, m in ipairs(ms) do
-          local a = string.find(m, '#', #g + 2, true)
-          local b = string.find(m, '#', a + 1, true)
-          redis.call('ZADD', string.sub(m, a + 1, b - 1), '0', string.sub(m, #g + 2, a - 1))
-          local ch = string.sub(m, b + 1)
-          if ch ~= '' then redis.call('PUBLISH', ch, '1') end
+      for _, g in ipairs(REL) do
+        if type(g) == 'table' then
+          local tg, kg = groupsof(g)
+          want[tg] = (want[tg] or 0) + 1
+          if kg then want[kg] = (want[kg] or 0) + 1 end
+        else
+          want[g] = (want[g] or 0) + 1
         end
-        if #ms > 0 then redis.call('ZREM', k.gate, unpack(ms)) end
       end
+      for g, n in pairs(want) do letin(k, g, n) end
     end
     REL = {}
   end

@@ -73,14 +73,15 @@ local k = keys(1)
 local task, cfg = ARGV[3], ARGV[4]
 if cfg == '' then redis.call('HDEL', k.tflow, task) else redis.call('HSET', k.tflow, task, cfg) end
 local n = 0
-for _, rg in ipairs({{'[t|' .. task .. '#', '(t|' .. task .. '$'}, {'[k|' .. task .. '|', '(k|' .. task .. '}'}}) do
+for _, rg in ipairs({{'[t|' .. task .. '#', '(t|' .. task .. '$'}, {'[k|' .. task .. '|', '(k|' .. task .. '}'},
+    {'[r|' .. task .. '#', '(r|' .. task .. '$'}, {'[rk|' .. task .. '|', '(rk|' .. task .. '}'}}) do
   local ms = redis.call('ZRANGEBYLEX', k.gate, rg[1], rg[2])
   local ch = {}
   for _, m in ipairs(ms) do
     local a = string.find(m, '#', 1, true)
     local b = string.find(m, '#', a + 1, true)
     local c = string.find(m, '#', b + 1, true)
-    redis.call('ZADD', string.sub(m, b + 1, c - 1), '0', string.sub(m, a + 1, b - 1))
+    redis.call('ZADD', string.sub(m, a + 1, b - 1), '0', string.sub(m, b + 1, c - 1))
     ch[string.sub(m, c + 1)] = true
   end
   if #ms > 0 then bulk('ZREM', k.gate, ms) end

@@ -29,6 +29,9 @@ const mpQueue = "mp"
 // workerMain works the queue until no job is left, then prints how many
 // jobs it completed and how many fenced calls it lost.
 func workerMain() int {
+	if os.Getenv(workerEnv) == "flow" {
+		return flowWorkerMain()
+	}
 	ctx := context.Background()
 	var client redis.UniversalClient
 	target := os.Getenv(workerAddrsEnv)

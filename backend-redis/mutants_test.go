@@ -108,14 +108,29 @@ var storeMutants = []mutants.Mutant{{
 	Name:   "queues-share-keys",
 	Breaks: []string{mutants.QueueIsolation},
 	Edits: []mutants.Edit{{File: "keys.go",
-		Find:    "func (ks keyspace) keysOf(queue string, which []int) []string {\n\tt := \"{\" + ks.prefix + \":\" + queue + \"}:\"",
-		Replace: "func (ks keyspace) keysOf(queue string, which []int) []string {\n\tt := \"{\" + ks.prefix + \":shared}:\""}},
+		Find:    "\treturn \"{\" + ks.prefix + \":\" + queue + \"}:\"",
+		Replace: "\treturn \"{\" + ks.prefix + \":shared}:\""}},
 	CaughtBy: []string{"Claim/QueueIsolation"},
 }, {
 	Name:     "enqueue-does-not-publish",
 	Breaks:   []string{mutants.Notifications},
 	Edits:    []mutants.Edit{{File: "lua_enqueue.go", Find: `if groups[g].due and groups[g].chan ~= '' then redis.call('PUBLISH', groups[g].chan, '1') end`, Replace: ``}},
 	CaughtBy: []string{"Capabilities/NotifyOnEnqueue"},
+}, {
+	Name:     "claim-ignores-key-limit",
+	Breaks:   []string{mutants.ClaimLimit},
+	Edits:    []mutants.Edit{{File: "lua_claim.go", Find: `elseif kg and c[2] > 0 and running(kf) >= c[2] then`, Replace: `elseif false then`}},
+	CaughtBy: []string{"FlowLimits/KeyMaxRunning", "FlowExact/KeyLimit"},
+}, {
+	Name:     "running-count-never-falls",
+	Breaks:   []string{mutants.ClaimLimit},
+	Edits:    []mutants.Edit{{File: "lua_lib.go", Find: `    bump(k.flow, 't', task, d)`, Replace: `    if d > 0 then bump(k.flow, 't', task, d) end`}},
+	CaughtBy: []string{"FlowLimits/FreedByComplete", "FlowLimits/FreedByFail", "FlowLimits/FreedBySleep"},
+}, {
+	Name:     "claim-counts-jobs-alone",
+	Breaks:   []string{mutants.ClaimLimit},
+	Edits:    []mutants.Edit{{File: "lua_claim.go", Find: `  RC[tg] = running(tg) + 1`, Replace: ``}},
+	CaughtBy: []string{"FlowLimits/ClaimCountsTogether", "FlowLimits/ConfigChangeNextClaim"},
 }}
 
 // redisProperties are the properties the mutants must cover. A claim is one
