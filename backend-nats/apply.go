@@ -207,7 +207,7 @@ func (s *state) applyClaim(c *command) (outcome, error) {
 			s.cancelJob(r, c, reason)
 		}
 	}
-	q := s.ready[c.Queue]
+	q := s.readyOf(c.Queue)
 	if q == nil {
 		return outcome{}, nil
 	}
@@ -216,7 +216,7 @@ func (s *state) applyClaim(c *command) (outcome, error) {
 	s.promote(q, nowMicros)
 	jobs := make([]core.Job, 0, min(c.Limit, 16))
 	for len(jobs) < c.Limit && !s.queueFull(c.Queue) {
-		if q = s.ready[c.Queue]; q == nil {
+		if q = s.readyOf(c.Queue); q == nil {
 			break
 		}
 		k, ok := q.best()

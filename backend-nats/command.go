@@ -33,11 +33,17 @@ const (
 // commandVersion is the newest command version this replica applies. A
 // command carries in V the lowest version that applies it correctly: 0
 // for the commands every version knows, 2 for the deletions (opDeleteJob,
-// opDeleteQ). A replica meets a command of a newer version, or one whose
+// opDeleteQ), 3 for the commands that use flow control (an enqueue of a
+// job with a limit key, a sequence key or a unique mode, and a task or
+// queue config with a flow limit), which a version without flow control
+// would apply differently. A replica meets a command of a newer version, or one whose
 // kind it does not know, by stopping (see failStopLocked) rather than by
 // skipping it, so replicas of two versions never drift apart: upgrade
 // every process of a namespace before any of them issues such a command.
-const commandVersion = 2
+const commandVersion = 3
+
+// flowVersion is the command version of commands that use flow control.
+const flowVersion = 3
 
 // command is one entry of the log. It carries everything a replica needs to
 // apply it deterministically: the issuer's time, the ids it chose, and the

@@ -2,6 +2,7 @@ package natsq
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -167,6 +168,7 @@ func work(t *testing.T, b *Backend, clock *core.ManualClock, rounds int) {
 				t.Fatal(err)
 			}
 		}
+		workFlow(t, b, i)
 		clock.Advance(1500 * time.Millisecond)
 		if i%10 == 9 {
 			if _, err := b.DeleteQueue(ctx, core.DeleteQueueRequest{Queue: "paused", Limit: 2}); err != nil {
@@ -176,6 +178,56 @@ func work(t *testing.T, b *Backend, clock *core.ManualClock, rounds int) {
 				t.Fatal(err)
 			}
 			if _, err := b.Cleanup(ctx, core.CleanupRequest{FinishedBefore: clock.Now().Add(-5 * time.Second), Limit: 3}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// workFlow runs flow-controlled jobs in queue "flow": limit keys under a
+// per-key limit and a start rate, sequences that failures hold, and
+// while-active keys that retries take back.
+func workFlow(t *testing.T, b *Backend, i int) {
+	t.Helper()
+	ctx := context.Background()
+	if i == 0 {
+		if err := b.PutTaskConfig(ctx, core.TaskConfig{Task: "flow", MaxRunningPerKey: 1, MaxStartsPerSecond: 3, HoldSequenceOnFailure: true}); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.PutQueueConfig(ctx, core.QueueConfig{Queue: "flow", MaxRunning: 4}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reqs := []core.EnqueueRequest{
+		{Queue: "flow", Task: "flow", LimitKey: fmt.Sprint("tenant", i%3)},
+		{Queue: "flow", Task: "flow", SequenceKey: fmt.Sprint("seq", i%2), MaxAttempts: 1},
+		{Queue: "flow", Task: "flow", IdempotencyKey: fmt.Sprint("active", i%2), Unique: core.UniqueWhileActive},
+	}
+	if _, err := b.Enqueue(ctx, reqs); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := b.Claim(ctx, core.ClaimRequest{Queue: "flow", WorkerID: "w", Limit: 3, LeaseTTL: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n, j := range jobs {
+		switch (i + n) % 3 {
+		case 0:
+			_, err = b.Complete(ctx, []core.Completion{{Lease: j.Lease}})
+		case 1:
+			_, err = b.Fail(ctx, core.Failure{Lease: j.Lease, Error: "boom", Terminal: true})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if i%4 == 3 {
+		page, err := b.SearchJobs(ctx, core.JobSearch{JobFilter: core.JobFilter{Queue: "flow", States: []core.JobState{core.StateFailed}, Limit: 1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range page.Jobs {
+			if _, err := b.Retry(ctx, j.ID); err != nil && !errors.Is(err, core.ErrIdempotencyConflict) {
 				t.Fatal(err)
 			}
 		}

@@ -18,10 +18,10 @@
 // Each Backend is a replica of the store. An ordered consumer delivers the
 // stream (from the newest snapshot on, see Compaction), and the Backend
 // applies each command, in stream order and under its lock, to memory: the
-// jobs with their runs and checkpoints, one B-tree per queue in claim order
-// (priority, run-at, id), the ids of all jobs and of each queue's jobs in
-// order, the idempotency keys, per-task counters for the
-// rate limits and the statistics, a B-tree of finished jobs for retention,
+// jobs with their runs and checkpoints, one ready index per queue in claim
+// order (priority, run-at, id) gated by the flow limits, the ids of all jobs and of each queue's jobs in
+// order, the idempotency keys, the sequences, counters for the rate
+// limits, the flow limits and the statistics, a B-tree of finished jobs for retention,
 // and the task and queue configs. Two Backends in two processes that have applied the same
 // prefix of the stream hold the same state.
 //
@@ -134,6 +134,22 @@
 // due, they return at once without appending a command, so idle workers do
 // not grow the log. A job that another process enqueued an instant earlier
 // is then found by the next claim, which the Subscribe signal prompts.
+//
+// # Flow control
+//
+// The Backend implements core.FlowController. The flow rules are part of
+// the state machine (the flow_*.go files), so every replica decides a
+// claim against the same limits at the server's time of the claim
+// command. The replica keeps running counters per task, (task, limit key)
+// and queue, moved in the same step as every transition into or out of
+// running, and the claims of each task and key in the current second. A
+// queue's claimable jobs are held in a gated index (lanes per task and
+// limit key under a gate per task): a claim that meets a saturated task or
+// key closes its gate, and later claims skip all of its jobs at once,
+// until a transition frees a slot, the second ends or the config changes.
+// A sequence places only the job it may run next. Claim cost thus does not
+// grow with saturated keys or blocked sequences. Commands that use flow
+// control carry command version 3 (see Deletion for what versions mean).
 //
 // # Server versions
 //

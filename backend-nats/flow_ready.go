@@ -35,9 +35,9 @@ import (
 
 // Where a queued or sleeping job is placed.
 const (
-	unplaced  uint8 = iota // not claimable: its sequence holds it back
-	inSched                // waiting for its run-at in the queue's schedule
-	inLane                 // in its lane
+	unplaced uint8 = iota // not claimable: its sequence holds it back
+	inSched               // waiting for its run-at in the queue's schedule
+	inLane                // in its lane
 )
 
 // gate is one node of a queue's ready index: the root, a task gate or a
@@ -76,9 +76,12 @@ func newGate(parent *gate, queue, task, key string) *gate {
 	return &gate{parent: parent, queue: queue, task: task, key: key, jobs: btree.NewG(16, readyLess)}
 }
 
+// readyOf returns the ready index of queue, or nil when it has none.
+func (s *state) readyOf(queue string) *queueReady { return s.ready[queue] }
+
 // queueReady returns the ready index of queue, creating it.
 func (s *state) queueReady(queue string) *queueReady {
-	q := s.ready[queue]
+	q := s.readyOf(queue)
 	if q == nil {
 		q = &queueReady{root: newGate(nil, queue, "", ""), sched: btree.NewG(16, schedLess)}
 		q.root.kids = map[string]*gate{}
@@ -129,7 +132,7 @@ func (s *state) place(r *jobRec) {
 
 // unplace takes a job out of its queue's ready index.
 func (s *state) unplace(r *jobRec) {
-	q := s.ready[r.job.Queue]
+	q := s.readyOf(r.job.Queue)
 	k := rkey(r)
 	switch r.where {
 	case inSched:
@@ -219,7 +222,7 @@ func (q *queueReady) best() (readyKey, bool) {
 // gates closed for a start rate whose second is over. An open gate may
 // still turn out saturated; the claim then closes it.
 func (s *state) claimable(queue string, nowMicros int64) bool {
-	q := s.ready[queue]
+	q := s.readyOf(queue)
 	if q == nil || s.queueFull(queue) {
 		return false
 	}

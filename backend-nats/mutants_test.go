@@ -14,13 +14,14 @@ var storeMutants = []mutants.Mutant{{
 	Breaks: []string{mutants.ClaimDueOnly},
 	Edits: []mutants.Edit{
 		{File: "apply.go", Find: "if k.runAt > nowMicros {", Replace: "if k.runAt > nowMicros+1<<60 {"},
-		{File: "read.go", Find: "if k.runAt <= nowMicros {", Replace: "if k.runAt <= nowMicros+1<<60 {"},
+		{File: "flow_ready.go", Find: "if k.runAt > micros(s.now) {", Replace: "if k.runAt > micros(s.now)+1<<60 {"},
+		{File: "flow_ready.go", Find: "\t\tif k.runAt > nowMicros {\n\t\t\treturn false", Replace: "\t\tif k.runAt > nowMicros+1<<60 {\n\t\t\treturn false"},
 	},
 	CaughtBy: []string{"Claim/FutureRunAt", "Outcome/FailRetryAt", mutants.ModelCase},
 }, {
 	Name:     "claim-over-limit",
 	Breaks:   []string{mutants.ClaimLimit},
-	Edits:    []mutants.Edit{{File: "apply.go", Find: "return len(picked) < c.Limit", Replace: "return len(picked) <= c.Limit"}},
+	Edits:    []mutants.Edit{{File: "apply.go", Find: "for len(jobs) < c.Limit && !s.queueFull(c.Queue) {", Replace: "for len(jobs) <= c.Limit && !s.queueFull(c.Queue) {"}},
 	CaughtBy: []string{"Claim/Limit", mutants.ModelCase},
 }, {
 	Name:     "claim-keeps-ready-entry",
@@ -104,8 +105,9 @@ var storeMutants = []mutants.Mutant{{
 	Name:   "queues-share-ready",
 	Breaks: []string{mutants.QueueIsolation},
 	Edits: []mutants.Edit{
-		{File: "state.go", Find: "\tt := s.ready[queue]\n\tif t == nil {\n\t\tt = btree.NewG(32, readyLess)\n\t\ts.ready[queue] = t", Replace: "\tt := s.ready[\"\"]\n\tif t == nil {\n\t\tt = btree.NewG(32, readyLess)\n\t\ts.ready[\"\"] = t"},
-		{File: "apply.go", Find: "tree := s.ready[c.Queue]", Replace: "tree := s.ready[\"\"]"},
+		{File: "flow_ready.go", Find: "{ return s.ready[queue] }", Replace: "{ return s.ready[\"\"] }"},
+		{File: "flow_ready.go", Find: "\t\ts.ready[queue] = q", Replace: "\t\ts.ready[\"\"] = q"},
+		{File: "flow_ready.go", Find: "delete(s.ready, r.job.Queue)", Replace: "delete(s.ready, \"\")"},
 	},
 	CaughtBy: []string{"Claim/QueueIsolation"},
 }, {
@@ -116,6 +118,30 @@ var storeMutants = []mutants.Mutant{{
 		{File: "notify.go", Find: "if !known || n.b.hasDue(q, now) {", Replace: "if false && (!known || n.b.hasDue(q, now)) {"},
 	},
 	CaughtBy: []string{"Capabilities/NotifyOnEnqueue", "Capabilities/NotifyOnFinish"},
+}, {
+	// The flow rules (flow_*.go). The mutants package lists no flow
+	// property yet: the limit and sequence mutants name the nearest one,
+	// what a claim may hand out, and the unique-mode one the release of a
+	// key.
+	Name:     "key-limit-off-by-one",
+	Breaks:   []string{mutants.ClaimLimit},
+	Edits:    []mutants.Edit{{File: "flow_limits.go", Find: "f.keyRunning[j.Task][j.LimitKey] >= int64(cfg.MaxRunningPerKey)", Replace: "f.keyRunning[j.Task][j.LimitKey] > int64(cfg.MaxRunningPerKey)"}},
+	CaughtBy: []string{"FlowLimits/KeyMaxRunning", "FlowLimits/ClaimCountsTogether"},
+}, {
+	Name:     "freed-slot-keeps-gate-closed",
+	Breaks:   []string{mutants.ClaimLimit},
+	Edits:    []mutants.Edit{{File: "flow_limits.go", Find: "if d < 0 && len(f.closed[j.Task]) > 0 {", Replace: "if false && d < 0 && len(f.closed[j.Task]) > 0 {"}},
+	CaughtBy: []string{"FlowLimits/FreedByComplete", "FlowLimits/TaskPassOver"},
+}, {
+	Name:     "failure-never-holds-sequence",
+	Breaks:   []string{mutants.ClaimLimit},
+	Edits:    []mutants.Edit{{File: "apply.go", Find: "\t\tr.job.FinishedAt = c.Now\n\t\tr.holdsSeq = s.holdsOnFailure(r)", Replace: "\t\tr.job.FinishedAt = c.Now\n\t\tr.holdsSeq = false"}},
+	CaughtBy: []string{"FlowSequence/HoldOnFailure"},
+}, {
+	Name:     "terminal-job-keeps-while-active-key",
+	Breaks:   []string{mutants.CleanupReleasesKey},
+	Edits:    []mutants.Edit{{File: "apply.go", Find: "if r, ok := s.idem[k]; ok && core.HoldsKey(r.job, c.Now) {", Replace: "if r, ok := s.idem[k]; ok {"}},
+	CaughtBy: []string{"FlowUnique/WhileActiveFreedBySuccess", "FlowUnique/ByPeriod"},
 }}
 
 func TestMutantsCoverProperties(t *testing.T) {

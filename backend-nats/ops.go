@@ -20,7 +20,13 @@ func (b *Backend) Enqueue(ctx context.Context, reqs []core.EnqueueRequest) ([]co
 	if err != nil {
 		return nil, err
 	}
-	out, err := b.exec(ctx, &command{Op: opEnqueue, Now: now, Jobs: jobs})
+	v := 0
+	for _, r := range reqs {
+		if r.UsesFlowControl() {
+			v = flowVersion
+		}
+	}
+	out, err := b.exec(ctx, &command{Op: opEnqueue, V: v, Now: now, Jobs: jobs})
 	if err != nil {
 		return nil, err
 	}
@@ -240,7 +246,11 @@ func (b *Backend) PutTaskConfig(ctx context.Context, cfg core.TaskConfig) error 
 	if err := core.ValidateTaskConfig(cfg); err != nil {
 		return err
 	}
-	out, err := b.exec(ctx, &command{Op: opTaskConfig, Now: b.stamp(), TaskConfig: &cfg})
+	v := 0
+	if cfg.UsesFlowControl() {
+		v = flowVersion
+	}
+	out, err := b.exec(ctx, &command{Op: opTaskConfig, V: v, Now: b.stamp(), TaskConfig: &cfg})
 	if err != nil {
 		return err
 	}
@@ -256,7 +266,11 @@ func (b *Backend) PutQueueConfig(ctx context.Context, cfg core.QueueConfig) erro
 	if err := core.ValidateQueueConfig(cfg); err != nil {
 		return err
 	}
-	out, err := b.exec(ctx, &command{Op: opQueueCfg, Now: b.stamp(), QueueConfig: &cfg})
+	v := 0
+	if cfg.UsesFlowControl() {
+		v = flowVersion
+	}
+	out, err := b.exec(ctx, &command{Op: opQueueCfg, V: v, Now: b.stamp(), QueueConfig: &cfg})
 	if err != nil {
 		return err
 	}
@@ -291,7 +305,7 @@ func (b *Backend) DeleteJob(ctx context.Context, jobID string, force bool) error
 	if err := core.ValidateJobID(jobID); err != nil {
 		return err
 	}
-	out, err := b.exec(ctx, &command{Op: opDeleteJob, V: commandVersion, Now: b.stamp(), JobID: jobID, Force: force})
+	out, err := b.exec(ctx, &command{Op: opDeleteJob, V: 2, Now: b.stamp(), JobID: jobID, Force: force})
 	if err != nil {
 		return err
 	}
@@ -309,7 +323,7 @@ func (b *Backend) DeleteQueue(ctx context.Context, req core.DeleteQueueRequest) 
 	if err := core.ValidateDeleteQueue(req, b.opts.Limits); err != nil {
 		return core.DeleteQueueResult{}, err
 	}
-	out, err := b.exec(ctx, &command{Op: opDeleteQ, V: commandVersion, Now: b.stamp(), Queue: req.Queue, Limit: req.Limit})
+	out, err := b.exec(ctx, &command{Op: opDeleteQ, V: 2, Now: b.stamp(), Queue: req.Queue, Limit: req.Limit})
 	if err != nil {
 		return core.DeleteQueueResult{}, err
 	}

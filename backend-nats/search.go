@@ -198,7 +198,9 @@ func (b *Backend) CountSearch(ctx context.Context, s core.JobSearch) (map[core.J
 	return out, nil
 }
 
-// FindByIdempotencyKey implements core.JobSearcher.
+// FindByIdempotencyKey implements core.JobSearcher: the job that holds the
+// key now under its unique mode, by this replica's estimate of the
+// server's time (the DecisionClock's time when one is set).
 func (b *Backend) FindByIdempotencyKey(ctx context.Context, queue, key string) (core.Job, error) {
 	if err := b.readable(ctx); err != nil {
 		return core.Job{}, err
