@@ -51,8 +51,8 @@ func TestMigrationStatus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(st) != 5 {
-		t.Fatalf("%d versions, want 5: %+v", len(st), st)
+	if len(st) != 6 {
+		t.Fatalf("%d versions, want 6: %+v", len(st), st)
 	}
 	for _, s := range st {
 		if s.Applied || !s.AppliedAt.IsZero() || !s.Known {
@@ -78,7 +78,7 @@ func TestMigrationStatus(t *testing.T) {
 		if s.Version != i+1 || !s.Applied || s.AppliedAt.Before(start) || s.AppliedAt.After(time.Now()) {
 			t.Fatalf("after Migrate: %+v", s)
 		}
-		if s.Reversible != (s.Version == 5) || s.Reversible == (s.Irreversible != "") {
+		if s.Reversible != (s.Version >= 5) || s.Reversible == (s.Irreversible != "") {
 			t.Fatalf("version %d: reversible %v, reason %q", s.Version, s.Reversible, s.Irreversible)
 		}
 	}
@@ -86,17 +86,17 @@ func TestMigrationStatus(t *testing.T) {
 		t.Fatalf("names %q, %q", st[0].Name, st[4].Name)
 	}
 	// A version a newer build applied is listed, applied and not known.
-	if _, err := pool.Exec(ctx, `INSERT INTO "`+schema+`".boson_migrations VALUES (6, 'future', 1)`); err != nil {
+	if _, err := pool.Exec(ctx, `INSERT INTO "`+schema+`".boson_migrations VALUES (7, 'future', 1)`); err != nil {
 		t.Fatal(err)
 	}
 	st, err = b.MigrationStatus(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := st[len(st)-1]; f.Version != 6 || f.Known || !f.Applied || f.Reversible || f.Name != "future" {
+	if f := st[len(st)-1]; f.Version != 7 || f.Known || !f.Applied || f.Reversible || f.Name != "future" {
 		t.Fatalf("newer version: %+v", f)
 	}
-	if _, err := b.MigrateDown(ctx, 4); !errors.Is(err, postgres.ErrIrreversible) || !strings.Contains(err.Error(), "0006_future") {
+	if _, err := b.MigrateDown(ctx, 4); !errors.Is(err, postgres.ErrIrreversible) || !strings.Contains(err.Error(), "0007_future") {
 		t.Fatalf("down past a newer build's version: %v", err)
 	}
 }
