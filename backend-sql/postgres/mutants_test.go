@@ -15,8 +15,8 @@ var pgMutants = []mutants.Mutant{{
 	Name:   "claim-ignores-run-at",
 	Breaks: []string{mutants.ClaimDueOnly},
 	Edits: []mutants.Edit{{File: pgDialect,
-		Find:    "{after}AND state IN ('queued', 'sleeping') AND run_at <= (SELECT t FROM clk)\n",
-		Replace: "{after}AND state IN ('queued', 'sleeping') AND run_at <= (SELECT t FROM clk) + 1000000000000\n"}},
+		Find:    "{after}AND state IN ('queued', 'sleeping') AND seq_gate = 0 AND key_gate = 0 AND run_at <= (SELECT t FROM clk)\n",
+		Replace: "{after}AND state IN ('queued', 'sleeping') AND seq_gate = 0 AND key_gate = 0 AND run_at <= (SELECT t FROM clk) + 1000000000000\n"}},
 	CaughtBy: []string{"Claim/FutureRunAt", "Outcome/FailRetryAt", mutants.ModelCase},
 }, {
 	Name:     "claim-over-limit",

@@ -1,5 +1,16 @@
 package postgres_test
 
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/boson-go/boson/core"
+)
+
 // The claim and completion statements of the release before migration 6
 // (as its engine sent them, with "{s}" for the schema and "?" for the
 // arguments), so that a test can run that release's workers against a
@@ -44,3 +55,63 @@ closed AS (
 SELECT done.id, done.queue FROM done,
 	(SELECT count(pg_notify(?, d.queue)) FROM (SELECT DISTINCT queue FROM done) d) n`
 )
+
+// prevRender expands a statement of the previous release for schema.
+func prevRender(schema, sql string) string {
+	sql = strings.ReplaceAll(sql, "{s}", `"`+schema+`".`)
+	var b strings.Builder
+	n := 0
+	for _, r := range sql {
+		if r == '?' {
+			n++
+			fmt.Fprintf(&b, "$%d", n)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// prevEnqueue stores n plain jobs in queue q as the previous release
+// does, through boson_enqueue (whose signature migrations 4 to 6 keep).
+func prevEnqueue(ctx context.Context, pool *pgxpool.Pool, schema string, n int) error {
+	ids, queues, tasks, heads, retries, fps, actors := make([]string, n), make([]string, n), make([]string, n),
+		make([]string, n), make([]string, n), make([]string, n), make([]string, n)
+	payloads, keys := make([][]byte, n), make([]*string, n)
+	prio, att := make([]int32, n), make([]int32, n)
+	zero := make([]int64, n)
+	for i := range ids {
+		ids[i], queues[i], tasks[i], att[i] = core.NewID(time.Now()), "q", "t", 3
+	}
+	_, err := pool.Exec(ctx, fmt.Sprintf(`SELECT count(*) FROM %q.boson_enqueue(NULL, $1::text[], $2::text[], $3::text[], $4::bytea[], $5::text[],
+		$6::int4[], $7::int4[], $8::text[], $9::int8[], $10::int8[], $11::text[], $12::text[], $13::text[], $14::int8[], $15)`, schema),
+		ids, queues, tasks, payloads, heads, prio, att, retries, zero, zero, keys, fps, actors, zero, "boson_"+schema)
+	return err
+}
+
+// prevClaimComplete claims up to limit jobs of queue q and completes
+// them as the previous release does, and returns how many it completed.
+func prevClaimComplete(ctx context.Context, pool *pgxpool.Pool, schema string, limit int) (int, error) {
+	rows, err := pool.Query(ctx, prevRender(schema, prevClaimSQL), nil, "q", "q", "q", "q", limit, "w", int64(time.Minute/time.Microsecond))
+	if err != nil {
+		return 0, err
+	}
+	var ids []string
+	var tokens []int64
+	for rows.Next() {
+		var id string
+		var token int64
+		if err := rows.Scan(&id, &token); err != nil {
+			return 0, err
+		}
+		ids, tokens = append(ids, id), append(tokens, token)
+	}
+	if err := rows.Err(); err != nil || len(ids) == 0 {
+		return 0, err
+	}
+	tag, err := pool.Exec(ctx, prevRender(schema, prevCompleteSQL), nil, ids, tokens, make([][]byte, len(ids)), "boson_"+schema)
+	if err != nil {
+		return 0, err
+	}
+	return int(tag.RowsAffected()), nil
+}
