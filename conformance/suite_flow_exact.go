@@ -18,8 +18,12 @@ const (
 	exactClaimers = 8
 	exactTTL      = 24 * time.Hour
 	// exactStall is how many empty claims in a row, with no job held by
-	// any claimer, end a race that cannot finish (jobs lost or stuck).
+	// any claimer, no claim in flight and no completion for exactQuiet,
+	// end a race that cannot finish (jobs lost or stuck). The wall-clock
+	// bound keeps a store whose empty claims are answered locally (and so
+	// fast) from tripping it while one slow claim is on its way.
 	exactStall = 20_000
+	exactQuiet = 10 * time.Second
 )
 
 // testFlowExact: with 8 claimers racing over 2,000 jobs, a limit is never
@@ -72,7 +76,9 @@ func (e *env) race(r exactRun, total int) {
 	var (
 		completed atomic.Int64
 		inFlight  atomic.Int64 // jobs claimers hold
+		claiming  atomic.Int64 // Claim calls under way, until their jobs count in inFlight
 		empty     atomic.Int64 // empty claims since the last completion
+		progress  atomic.Int64 // when the last completion was, in Unix nanoseconds
 		samples   atomic.Int64
 		peak      atomic.Int64
 		done      atomic.Bool
@@ -96,6 +102,11 @@ func (e *env) race(r exactRun, total int) {
 		}
 		samples.Add(1)
 	}
+	progress.Store(time.Now().UnixNano())
+	stalled := func() bool {
+		return empty.Add(1) > exactStall && inFlight.Load() == 0 && claiming.Load() == 0 &&
+			time.Since(time.Unix(0, progress.Load())) > exactQuiet
+	}
 	var wg, sampler sync.WaitGroup
 	sampler.Add(1)
 	go func() { // the sampler, until the claimers are done
@@ -112,13 +123,16 @@ func (e *env) race(r exactRun, total int) {
 			worker := fmt.Sprintf("w%d", w)
 			limit := 1 + w%4
 			for !done.Load() && completed.Load() < int64(total) {
+				claiming.Add(1)
 				jobs, err := e.b.Claim(e.ctx, core.ClaimRequest{Queue: r.queue, WorkerID: worker, Limit: limit, LeaseTTL: exactTTL})
+				inFlight.Add(int64(len(jobs)))
+				claiming.Add(-1)
 				if err != nil {
 					fail(fmt.Errorf("%s: Claim: %w", worker, err))
 					return
 				}
 				if len(jobs) == 0 {
-					if empty.Add(1) > exactStall && inFlight.Load() == 0 {
+					if stalled() {
 						fail(fmt.Errorf("%s: no progress in %d empty claims with no job held by a claimer; %d of %d jobs completed, the store counts %v",
 							worker, exactStall, completed.Load(), total, e.countsOrErr(r.queue)))
 						return
@@ -129,7 +143,6 @@ func (e *env) race(r exactRun, total int) {
 					runtime.Gosched()
 					continue
 				}
-				inFlight.Add(int64(len(jobs)))
 				var held []*atomic.Int64
 				for _, j := range jobs {
 					if r.claimed != nil {
@@ -168,9 +181,10 @@ func (e *env) race(r exactRun, total int) {
 					fail(fmt.Errorf("%s: Complete: %w", worker, err))
 					return
 				}
-				inFlight.Add(-int64(len(jobs)))
 				empty.Store(0)
+				progress.Store(time.Now().UnixNano())
 				completed.Add(int64(len(jobs)))
+				inFlight.Add(-int64(len(jobs)))
 			}
 		}()
 	}
