@@ -120,7 +120,7 @@ func TestMigrationStatus(t *testing.T) {
 	}
 }
 
-// TestMigrateDownOnline fills a migrated schema, and undoes versions 7 and 5
+// TestMigrateDownOnline fills a schema migrated to version 5, and undoes 5
 // while a producer enqueues and a worker claims and completes: no call
 // fails, no job is lost, the function is migration 4's again, and
 // Migrate applies 5 again. Down to 2 is refused and changes nothing.
@@ -208,7 +208,7 @@ func TestMigrateDownOnline(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	undone, err := b.MigrateDown(ctx, 4)
-	if err != nil || len(undone) != 3 || undone[0] != 7 || undone[1] != 6 || undone[2] != 5 {
+	if err != nil || len(undone) != 1 || undone[0] != 5 {
 		t.Fatalf("down to 4: %v, %v", undone, err)
 	}
 	if got := enqueueBody(t, pool, schema); got != v4 {
