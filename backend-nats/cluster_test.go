@@ -222,8 +222,9 @@ func testNodeLoss(t *testing.T, c *cluster) {
 	// then, so the clock moves on again until nothing is left running.
 	clock.Advance(2 * time.Minute)
 	for rounds, unknown := 0, 0; ; {
-		// A pass whose outcome is unknown (the stream still settling
-		// after the election) is run again: rescue is idempotent.
+		// A call whose outcome is unknown (the stream still settling
+		// after the election) is made again: rescue is idempotent, and
+		// the leases of a claim that did land expire like the others.
 		if _, err := admin.Rescue(ctx, core.RescueRequest{Limit: 1000}); err != nil {
 			if unknown++; unknown > 5 {
 				t.Fatalf("rescue: %v", err)
@@ -233,7 +234,11 @@ func testNodeLoss(t *testing.T, c *cluster) {
 		}
 		jobs, err := admin.Claim(ctx, core.ClaimRequest{Queue: "nl", WorkerID: "admin", Limit: 500, LeaseTTL: time.Minute})
 		if err != nil {
-			t.Fatal(err)
+			if unknown++; unknown > 5 {
+				t.Fatal(err)
+			}
+			t.Logf("claim: %v; again", err)
+			continue
 		}
 		if len(jobs) == 0 {
 			if err := admin.Sync(ctx); err != nil {
