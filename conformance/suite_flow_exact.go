@@ -140,7 +140,10 @@ func (e *env) race(r exactRun, total int) {
 					if r.idle != nil {
 						r.idle()
 					}
-					runtime.Gosched()
+					// Back off a little, as a worker's poll does: on a
+					// store with one writer, claimers that spin on empty
+					// claims would starve the completions that free room.
+					time.Sleep(time.Millisecond)
 					continue
 				}
 				var held []*atomic.Int64
