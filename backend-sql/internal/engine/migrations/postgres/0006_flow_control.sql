@@ -4,8 +4,12 @@
 -- boson_enqueue2, which stores the flow fields. Online: new columns with
 -- constant defaults (no rewrite), new tables, a new function; the claim
 -- and idempotency indexes are rebuilt under their names with the new
--- predicates (a SHARE lock on jobs while they build: writes wait, reads
--- and the previous release's statements keep working).
+-- predicates. The tables it alters stay locked until it commits, so the
+-- previous release's statements wait for it (none fails); they are
+-- locked first, in the order those statements take them (its enqueue
+-- reads task_configs before it writes jobs, its claim writes jobs before
+-- it reads queue_configs), so that none of them deadlocks with it.
+LOCK TABLE {s}task_configs, {s}jobs, {s}queue_configs IN ACCESS EXCLUSIVE MODE;
 ALTER TABLE {s}jobs ADD COLUMN unique_mode text NOT NULL DEFAULT '',
     ADD COLUMN unique_period bigint NOT NULL DEFAULT 0,
     ADD COLUMN key_expires_at bigint NOT NULL DEFAULT 0,
