@@ -103,7 +103,7 @@
 //     the key, and FindByIdempotencyKey returning the holder; the flow
 //     fields of every read, JobSearch.LimitKey and SequenceKey, and
 //     RunningByKey; the validation of every flow input. FlowExact races 8
-//     claimers over 2,000 jobs per limit and checks, by the store's own
+//     claimers over 2,000 jobs per limit (Harness.FlowExactJobs may lower it) and checks, by the store's own
 //     counts sampled during the race and by the claimers' record, that no
 //     limit is exceeded at any instant. A harness that does not declare
 //     Flow runs none of those areas; its backend must lack

@@ -59,6 +59,11 @@ type Harness struct {
 	New func(t testing.TB, opts Options) core.QueueBackend
 	// Capabilities lists the optional capabilities the backend offers.
 	Capabilities Capabilities
+	// FlowExactJobs, when positive, is how many jobs each FlowExact race
+	// runs through its 8 claimers instead of 2,000. Lower it only where
+	// the store is too slow for the full race (say, a pure-Go store under
+	// the race detector), and run the full size elsewhere.
+	FlowExactJobs int
 	// BeginTx opens a transaction of the store's own type on the store
 	// behind b, for EnqueueTx, CancelTx and RetryTx. Required when
 	// Capabilities.TxEnqueue or Capabilities.TxControl is set.

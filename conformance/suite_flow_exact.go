@@ -14,7 +14,7 @@ import (
 
 // Exactness sizes: 8 concurrent claimers over 2,000 jobs of each limit.
 const (
-	exactJobs     = 2000
+	exactJobs     = 2000 // unless the harness sets FlowExactJobs
 	exactClaimers = 8
 	exactTTL      = 24 * time.Hour
 	// exactStall is how many empty claims in a row, with no job held by
@@ -255,8 +255,8 @@ func (e *env) keysAtMost(task string, bound int64) error {
 func exactTaskLimit(e *env) {
 	const bound = 3
 	e.putTaskConfig(core.TaskConfig{Task: "t", MaxRunning: bound})
-	e.enqueueN("q", "t", exactJobs)
-	e.enqueueN("q", "u", exactJobs/10) // another task, not limited, passed to while t is saturated
+	e.enqueueN("q", "t", e.exactJobs())
+	e.enqueueN("q", "u", e.exactJobs()/10) // another task, not limited, passed to while t is saturated
 	e.race(exactRun{
 		queue: "q", bound: bound,
 		counters: func(j core.Job) []string {
@@ -272,14 +272,14 @@ func exactTaskLimit(e *env) {
 			}
 			return atMost("CountJobs(task t)", n, bound)
 		},
-	}, exactJobs+exactJobs/10)
+	}, e.exactJobs()+e.exactJobs()/10)
 }
 
 func exactQueueLimit(e *env) {
 	const bound = 3
 	e.putQueueConfig(core.QueueConfig{Queue: "q", MaxRunning: bound})
-	reqs := make([]core.EnqueueRequest, 0, exactJobs)
-	for i := range exactJobs {
+	reqs := make([]core.EnqueueRequest, 0, e.exactJobs())
+	for i := range e.exactJobs() {
 		reqs = append(reqs, req("q", []string{"t", "u", "v"}[i%3]))
 	}
 	for i := 0; i < len(reqs); i += 500 {
@@ -295,15 +295,15 @@ func exactQueueLimit(e *env) {
 			}
 			return atMost("CountJobs(queue q)", n, bound)
 		},
-	}, exactJobs)
+	}, e.exactJobs())
 }
 
 func exactKeyLimit(e *env) {
 	const bound = 2
 	const keys = 5
 	e.putTaskConfig(core.TaskConfig{Task: "t", MaxRunningPerKey: bound})
-	reqs := make([]core.EnqueueRequest, 0, exactJobs)
-	for i := range exactJobs {
+	reqs := make([]core.EnqueueRequest, 0, e.exactJobs())
+	for i := range e.exactJobs() {
 		if i%10 == 9 {
 			reqs = append(reqs, req("q", "t")) // unkeyed: exempt
 			continue
@@ -342,13 +342,13 @@ func exactKeyLimit(e *env) {
 			}
 			return nil
 		},
-	}, exactJobs)
+	}, e.exactJobs())
 }
 
 func exactSequence(e *env) {
 	const seqs = 8
-	reqs := make([]core.EnqueueRequest, 0, exactJobs)
-	for i := range exactJobs {
+	reqs := make([]core.EnqueueRequest, 0, e.exactJobs())
+	for i := range e.exactJobs() {
 		reqs = append(reqs, sreq("q", "t", fmt.Sprintf("s%d", i%seqs)))
 	}
 	for i := 0; i < len(reqs); i += 500 {
@@ -388,7 +388,7 @@ func exactSequence(e *env) {
 			}
 			return nil
 		},
-	}, exactJobs)
+	}, e.exactJobs())
 }
 
 // startWindows records claims per start window, from the store's own
@@ -436,17 +436,17 @@ func (s *startWindows) idle() { s.e.advance(50 * time.Millisecond) }
 func exactTaskRate(e *env) {
 	const rate = 50
 	e.putTaskConfig(core.TaskConfig{Task: "t", MaxStartsPerSecond: rate})
-	e.enqueueN("q", "t", exactJobs)
+	e.enqueueN("q", "t", e.exactJobs())
 	w := &startWindows{e: e, bound: rate, n: map[string]int{}}
 	e.race(exactRun{
-		queue: "q", bound: exactJobs,
+		queue: "q", bound: int64(e.exactJobs()),
 		counters: func(core.Job) []string { return nil },
 		claimed:  w.claimed("task"),
 		idle:     w.idle,
-	}, exactJobs)
+	}, e.exactJobs())
 	w.report()
-	if len(w.n) < exactJobs/rate {
-		e.t.Fatalf("%d jobs started in %d windows; at most %d a window needs at least %d", exactJobs, len(w.n), rate, exactJobs/rate)
+	if len(w.n) < e.exactJobs()/rate {
+		e.t.Fatalf("%d jobs started in %d windows; at most %d a window needs at least %d", e.exactJobs(), len(w.n), rate, e.exactJobs()/rate)
 	}
 }
 
@@ -454,8 +454,8 @@ func exactKeyRate(e *env) {
 	const rate = 10
 	const keys = 4
 	e.putTaskConfig(core.TaskConfig{Task: "t", MaxStartsPerSecondPerKey: rate, MaxRunningPerKey: 3})
-	reqs := make([]core.EnqueueRequest, 0, exactJobs)
-	for i := range exactJobs {
+	reqs := make([]core.EnqueueRequest, 0, e.exactJobs())
+	for i := range e.exactJobs() {
 		reqs = append(reqs, lreq("q", "t", fmt.Sprintf("k%d", i%keys)))
 	}
 	for i := 0; i < len(reqs); i += 500 {
@@ -468,6 +468,15 @@ func exactKeyRate(e *env) {
 		claimed:  w.claimed("key"),
 		idle:     w.idle,
 		sample:   func() error { return e.keysAtMost("t", 3) },
-	}, exactJobs)
+	}, e.exactJobs())
 	w.report()
+}
+
+// exactJobs is how many jobs one FlowExact race runs: the harness's
+// FlowExactJobs, or 2,000.
+func (e *env) exactJobs() int {
+	if e.h.FlowExactJobs > 0 {
+		return e.h.FlowExactJobs
+	}
+	return exactJobs
 }
