@@ -20,7 +20,7 @@ var sqliteMutants = []mutants.Mutant{{
 	Breaks: []string{mutants.ClaimDueOnly},
 	Edits: []mutants.Edit{
 		{File: sqliteClaim, Find: "AND run_at <= ?\n\t\tAND (deadline_at IS NULL OR deadline_at > ?)", Replace: "AND run_at <= ? + 1000000000000\n\t\tAND (deadline_at IS NULL OR deadline_at > ?)"},
-		{File: sqliteDialect, Find: "state IN ('queued', 'sleeping') AND run_at <= ?),", Replace: "state IN ('queued', 'sleeping') AND run_at <= ? + 1000000000000),"},
+		{File: sqliteDialect, Find: "state IN ('queued', 'sleeping') AND seq_gate = 0 AND key_gate = 0 AND run_at <= ?),", Replace: "state IN ('queued', 'sleeping') AND seq_gate = 0 AND key_gate = 0 AND run_at <= ? + 1000000000000),"},
 	},
 	CaughtBy: []string{"Claim/FutureRunAt", "Outcome/FailRetryAt", mutants.ModelCase},
 }, {
@@ -40,8 +40,8 @@ var sqliteMutants = []mutants.Mutant{{
 	Name:   "queues-mixed",
 	Breaks: []string{mutants.QueueIsolation},
 	Edits: []mutants.Edit{{File: sqliteClaim,
-		Find:    "FROM {s}jobs INDEXED BY jobs_claim WHERE queue = ? AND state IN ('queued', 'sleeping') AND run_at <= ?\n",
-		Replace: "FROM {s}jobs WHERE (queue = ? OR 1) AND state IN ('queued', 'sleeping') AND run_at <= ?\n"}},
+		Find:    "FROM {s}jobs INDEXED BY jobs_claim WHERE queue = ? AND state IN ('queued', 'sleeping') AND seq_gate = 0 AND key_gate = 0 AND run_at <= ?\n",
+		Replace: "FROM {s}jobs WHERE (queue = ? OR 1) AND state IN ('queued', 'sleeping') AND seq_gate = 0 AND key_gate = 0 AND run_at <= ?\n"}},
 	CaughtBy: []string{"Claim/QueueIsolation"},
 }, {
 	Name:     "failed-transaction-commits",
