@@ -19,6 +19,11 @@ type enqueueFlags struct {
 	priority, maxAttempts                                int
 	delay                                                time.Duration
 	headers                                              headerFlag
+
+	// The flow fields: they need a store with flow control.
+	limitKey, sequenceKey, unique string
+	uniquePeriod                  time.Duration
+	uniqueArgs                    bool
 }
 
 // headerFlag collects repeated --header key=value flags.
@@ -45,7 +50,15 @@ config supplies defaults (queue, priority, attempts, retry) for what the flags
 leave unset, and its limits apply. The payload must be JSON;
 --payload-file - reads it from standard input. Prints the job id, or the job
 with --json. An idempotency key that already holds a job with the same
-request prints that job ("reused"); a different request exits 4.`,
+request prints that job ("reused"); a different request exits 4.
+
+Flow control (a store that enforces it; elsewhere these exit 6 and store
+nothing): --limit-key puts the job under the task's per-key limits,
+--sequence-key runs it after the earlier jobs of its sequence, --unique says
+how long the idempotency key holds (until_retention, the default,
+while_active, or by_period with --unique-period), and --unique-args derives
+the key from the task and the canonical JSON of the payload instead of
+--key.`,
 		flags: func(fs *flag.FlagSet, c *call) {
 			enq := &enqueueFlags{headers: headerFlag{}}
 			c.opts = enq
@@ -60,6 +73,11 @@ request prints that job ("reused"); a different request exits 4.`,
 			fs.StringVar(&enq.key, "key", "", "idempotency `key` within the queue")
 			fs.StringVar(&enq.actor, "actor", "", "record who enqueued the job")
 			fs.Var(enq.headers, "header", "add a header `key=value` (repeatable)")
+			fs.StringVar(&enq.limitKey, "limit-key", "", "limit `key` (a tenant, say) for the task's per-key limits")
+			fs.StringVar(&enq.sequenceKey, "sequence-key", "", "sequence `key`: run after the earlier jobs of the sequence, one at a time")
+			fs.StringVar(&enq.unique, "unique", "", "how long the idempotency key holds: until_retention, while_active or by_period")
+			fs.DurationVar(&enq.uniquePeriod, "unique-period", 0, "one job per key per window of this `duration` (implies --unique by_period)")
+			fs.BoolVar(&enq.uniqueArgs, "unique-args", false, "derive the idempotency key from the task and the payload's canonical JSON")
 		},
 		run: runEnqueue,
 	})
@@ -131,6 +149,11 @@ func runEnqueue(ctx context.Context, c *call) error {
 	if len(f.headers) > 0 {
 		opts = append(opts, boson.WithHeaders(f.headers))
 	}
+	flow, err := f.flowOptions(set)
+	if err != nil {
+		return err
+	}
+	opts = append(opts, flow...)
 	ctx, cancel := c.withTimeout(ctx)
 	defer cancel()
 	st, err := c.open(ctx)
@@ -155,4 +178,44 @@ func runEnqueue(ctx context.Context, c *call) error {
 	}
 	c.printf("%s %s (queue %s, task %s)\n", verb, sp[0].Job.ID, sp[0].Job.Queue, sp[0].Job.Task)
 	return nil
+}
+
+// flowOptions turns the flow flags into spawn options. It checks what only
+// the command line can get wrong (an unknown mode, flags that contradict
+// each other); the runtime and the store check the keys and the period.
+func (f *enqueueFlags) flowOptions(set map[string]bool) ([]boson.SpawnOption, error) {
+	var opts []boson.SpawnOption
+	if set["limit-key"] {
+		opts = append(opts, boson.WithLimitKey(f.limitKey))
+	}
+	if set["sequence-key"] {
+		opts = append(opts, boson.WithSequenceKey(f.sequenceKey))
+	}
+	mode := core.UniqueMode(f.unique)
+	if f.unique == "until_retention" {
+		mode = core.UniqueUntilRetention
+	}
+	if !mode.Valid() {
+		return nil, usagef("--unique %q: want until_retention, while_active or by_period", f.unique)
+	}
+	switch {
+	case set["unique-period"]:
+		if set["unique"] && mode != core.UniqueByPeriod {
+			return nil, usagef("--unique-period needs --unique by_period, not %s", f.unique)
+		}
+		opts = append(opts, boson.WithUniquePeriod(f.uniquePeriod))
+	case mode == core.UniqueByPeriod:
+		return nil, usagef("--unique by_period needs --unique-period")
+	case set["unique"]:
+		opts = append(opts, boson.WithUnique(mode))
+	}
+	if f.uniqueArgs {
+		if f.key != "" {
+			return nil, usagef("give --key or --unique-args, not both")
+		}
+		opts = append(opts, boson.WithUniqueArgs())
+	} else if (set["unique"] || set["unique-period"]) && mode != core.UniqueUntilRetention && f.key == "" {
+		return nil, usagef("--unique %s needs --key or --unique-args", mode)
+	}
+	return opts, nil
 }
