@@ -70,11 +70,20 @@ func (e *Engine) Retry(ctx context.Context, jobID string) (core.Job, error) {
 		return core.Job{}, fmt.Errorf("boson/%s: retry: %w: job %q", e.d.Name(), core.ErrNotFound, jobID)
 	}
 	var out core.Job
-	err := e.st.WriteTx(ctx, func(q Querier) error {
+	retry := func(q Querier) error {
 		var err error
 		out, err = e.retryIn(ctx, q, jobID)
 		return err
-	})
+	}
+	err := e.st.WriteTx(ctx, retry)
+	if isUniqueViolation(err) {
+		// A while-active job's key was taken by an enqueue that committed
+		// after retakeKey looked: run again, so that the check sees the
+		// holder and names it.
+		if err = e.st.WriteTx(ctx, retry); isUniqueViolation(err) {
+			err = fmt.Errorf("%w: job %s cannot take its key again: another job took it meanwhile", core.ErrIdempotencyConflict, jobID)
+		}
+	}
 	if err != nil {
 		return core.Job{}, e.wrap("retry", err)
 	}

@@ -3,9 +3,12 @@ package engine
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/boson-go/boson/core"
 )
@@ -183,6 +186,14 @@ func (e *Engine) retakeKey(ctx context.Context, q Querier, j core.Job) error {
 			core.ErrIdempotencyConflict, j.IdempotencyKey, j.Queue, holder, j.ID)
 	}
 	return nil
+}
+
+// isUniqueViolation reports whether err is Postgres's unique_violation:
+// on a retry, an enqueue that took a while-active key after retakeKey
+// looked. SQLite's single writer rules that race out.
+func isUniqueViolation(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "23505"
 }
 
 // flowRetrySet is the SET list a retry adds: the job leaves any key gate

@@ -61,8 +61,12 @@ func (e *Engine) BulkStep(ctx context.Context, req core.BulkRequest) (core.BulkR
 			eff = bulkEffects{}
 			return e.bulkIn(ctx, q, req, ids, &eff)
 		})
+		// A deadlock, or (for a retry) a while-active key that an enqueue
+		// took after retakeKeys looked, runs the step again: the rerun
+		// sees the holder and reports that job as failed.
 		var pe *pgconn.PgError
-		if err == nil || try == bulkDeadlockTries || !errors.As(err, &pe) || pe.Code != "40P01" {
+		if err == nil || try == bulkDeadlockTries || !errors.As(err, &pe) ||
+			(pe.Code != "40P01" && (pe.Code != "23505" || req.Action != core.BulkRetry)) {
 			break
 		}
 	}
