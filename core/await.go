@@ -75,6 +75,11 @@ type Wait struct {
 	Pending int `json:"pending"`
 	// Woken is true once the wait is satisfied and the job is due.
 	Woken bool `json:"woken"`
+	// Token is the lease token of the run that began the wait. The wait
+	// is current while the job is sleeping under that token; a later claim
+	// (after a wake or at Until) leaves it behind, and a stale wait never
+	// wakes or cancels anything.
+	Token int64 `json:"token"`
 }
 
 // Awaiter is the optional capability of a backend that parks a job on
@@ -87,7 +92,10 @@ type Wait struct {
 // children's states again and may wait again. Every path that ends a job
 // counts: Complete, a Fail without retry, Cancel, a cancellation
 // deadline, Rescue failing a job out of attempts, BulkStep, DeleteJob,
-// DeleteQueue and Cleanup.
+// DeleteQueue and Cleanup. A count wakes the waiting job only while its
+// wait is current (see [Wait.Token]): a job claimed again at Until, and
+// then sleeping or waiting on something else, is never woken by an
+// earlier wait.
 type Awaiter interface {
 	// AwaitJobs ends the current run as [RunSleeping] and parks the job
 	// as sleeping, without consuming an attempt, until its wait is
@@ -105,9 +113,9 @@ type Awaiter interface {
 	// deleted leaves no wait behind.
 	AwaitJobs(ctx context.Context, req AwaitRequest) (AwaitResult, error)
 
-	// JobWait returns the wait that a job is parked on, or, once woken,
-	// the wait that woke it until the job is claimed again. A job that
-	// has no such wait gives [ErrNotFound].
+	// JobWait returns the latest wait a job began, current or not, kept
+	// until the job begins another wait or is deleted. A job that never
+	// waited, or does not exist, gives [ErrNotFound].
 	JobWait(ctx context.Context, jobID string) (Wait, error)
 }
 
