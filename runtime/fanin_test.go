@@ -42,6 +42,15 @@ func spawnChildren(ctx context.Context, c *boson.Client, queue string, n int, op
 	return hs, nil
 }
 
+// waitParked waits until the task of h sleeps: parked on its wait.
+func waitParked[Out any](t *testing.T, h *boson.Handle[Out]) {
+	t.Helper()
+	eventually(t, "the parent to park", func() bool {
+		j, _ := h.Snapshot(context.Background())
+		return j.State == core.StateSleeping
+	})
+}
+
 func runStatuses(t *testing.T, b core.QueueBackend, id string) []core.RunStatus {
 	t.Helper()
 	runs, err := b.ListRuns(context.Background(), id)
@@ -232,10 +241,7 @@ func TestAwaitAnyIsDeterministicOnReplay(t *testing.T) {
 	e.start(w)
 	h, _ := boson.Spawn(ctx, e.client, fanParent, 3, boson.WithQueue("fan"),
 		boson.WithRetry(core.RetryPolicy{Initial: time.Millisecond, Max: time.Millisecond}))
-	eventually(t, "the parent to park", func() bool {
-		j, _ := h.Snapshot(ctx)
-		return j.State == core.StateSleeping
-	})
+	waitParked(t, h)
 	close(release[2])
 	eventually(t, "the first attempt to fail", func() bool {
 		j, _ := h.Snapshot(ctx)
@@ -282,10 +288,7 @@ func TestAwaitCancelChildrenOnCancel(t *testing.T) {
 			})
 			e.start(w)
 			h, _ := boson.Spawn(ctx, e.client, fanParent, 4, boson.WithQueue("fan"))
-			eventually(t, "the parent to park", func() bool {
-				j, _ := h.Snapshot(ctx)
-				return j.State == core.StateSleeping
-			})
+			waitParked(t, h)
 			if err := h.Cancel(ctx, "no longer needed"); err != nil {
 				t.Fatal(err)
 			}
@@ -374,10 +377,7 @@ func TestAwaitTimeout(t *testing.T) {
 	})
 	e.start(w)
 	h, _ := boson.Spawn(ctx, e.client, fanParent, 2, boson.WithQueue("fan"))
-	eventually(t, "the parent to park", func() bool {
-		j, _ := h.Snapshot(ctx)
-		return j.State == core.StateSleeping
-	})
+	waitParked(t, h)
 	wt, err := e.b.JobWait(ctx, h.ID())
 	if err != nil || wt.Until.IsZero() || wt.Mode != core.AwaitAny {
 		t.Fatalf("wait %+v %v", wt, err)
