@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -40,14 +41,38 @@ type PgxStore struct {
 	Owned bool
 }
 
-// WriteTx implements Store with one read-committed transaction.
-func (s *PgxStore) WriteTx(ctx context.Context, fn func(Querier) error) error {
-	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error { return fn(PgxQuerier{tx}) })
+// pgDeadlockTries is how many times a write runs when Postgres aborts it
+// to break a deadlock (a fan-in's waiters are locked after the jobs they
+// await, which a cancel with CancelChildren locks the other way round).
+const pgDeadlockTries = 3
+
+// deadlocked reports a transaction Postgres aborted to break a deadlock:
+// it was rolled back, so it may run again.
+func deadlocked(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "40P01"
 }
 
-// WriteOne implements Store: a single statement on the pool.
+// WriteTx implements Store with one read-committed transaction, run
+// again when Postgres aborted it to break a deadlock.
+func (s *PgxStore) WriteTx(ctx context.Context, fn func(Querier) error) error {
+	for try := 1; ; try++ {
+		err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error { return fn(PgxQuerier{tx}) })
+		if err == nil || try == pgDeadlockTries || !deadlocked(err) {
+			return err
+		}
+	}
+}
+
+// WriteOne implements Store: a single statement on the pool, run again
+// when Postgres aborted it to break a deadlock.
 func (s *PgxStore) WriteOne(ctx context.Context, fn func(Querier) error) error {
-	return fn(PgxQuerier{s.Pool})
+	for try := 1; ; try++ {
+		err := fn(PgxQuerier{s.Pool})
+		if err == nil || try == pgDeadlockTries || !deadlocked(err) {
+			return err
+		}
+	}
 }
 
 // Reader implements Store.
