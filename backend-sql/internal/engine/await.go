@@ -319,14 +319,12 @@ func (e *Engine) announceWoken(ctx context.Context, q Querier, woke []dueJob) er
 	for i, d := range woke {
 		payloads[i] = d.payload()
 	}
-	if sq, ok := q.(SQLQuerier); ok && sq.After != nil {
-		*sq.After = append(*sq.After, func() {
-			for _, d := range woke {
-				e.cursors.noteDue(d)
-				e.hub.signal(d.queue)
-			}
-		})
-	}
+	afterCommit(q, func() {
+		for _, d := range woke {
+			e.cursors.noteDue(d)
+			e.hub.signal(d.queue)
+		}
+	})
 	return e.d.Notify(ctx, e, q, payloads)
 }
 
@@ -404,12 +402,26 @@ func (e *Engine) cancelChildren(ctx context.Context, q Querier, ids []string, no
 	if len(queues) == 0 {
 		return nil
 	}
-	if sq, ok := q.(SQLQuerier); ok && sq.After != nil {
-		*sq.After = append(*sq.After, func() {
-			for _, name := range queues {
-				e.hub.signal(name)
-			}
-		})
-	}
+	afterCommit(q, func() {
+		for _, name := range queues {
+			e.hub.signal(name)
+		}
+	})
 	return e.d.Notify(ctx, e, q, queues)
+}
+
+// afterCommit runs f once the engine's own write transaction q commits;
+// in a caller's transaction it does nothing (the caller wakes local
+// subscribers, as CancelIn says).
+func afterCommit(q Querier, f func()) {
+	switch q := q.(type) {
+	case SQLQuerier:
+		if q.After != nil {
+			*q.After = append(*q.After, f)
+		}
+	case PgxQuerier:
+		if q.After != nil {
+			*q.After = append(*q.After, f)
+		}
+	}
 }

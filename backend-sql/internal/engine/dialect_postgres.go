@@ -87,7 +87,7 @@ woke AS (
 	FROM counted d WHERE ` + waitWhere + ` AND w.id NOT IN ` + skip + `
 	RETURNING CASE WHEN ` + waitSQL(waitWoken, "(SELECT t FROM clk)") + `
 		THEN pg_notify(?, w.queue || ' ' || w.priority || ' ' || w.run_at || ' ' || w.run_at) END AS sent,
-		w.queue, ` + waitSQL(waitWoken, "(SELECT t FROM clk)") + ` AS woken)`
+		w.queue, w.priority, w.run_at, ` + waitSQL(waitWoken, "(SELECT t FROM clk)") + ` AS woken)`
 }
 
 // pgClaimHead starts at the head of the claim index; pgClaimAfter starts
@@ -213,9 +213,9 @@ closed AS (
 	INSERT INTO {s}runs (job_id, token, id, attempt, worker_id, status, started_at, finished_at)
 	SELECT id, token, run_id, attempt, worker_id, 'succeeded', started_at, finished_at FROM done),
 ` + pgCountCTEs("done", "(SELECT id FROM input)") + `
-SELECT done.id, done.queue FROM done,
+SELECT done.id, done.queue, 0, 0::bigint FROM done,
 	(SELECT count(pg_notify(?, d.queue)) FROM (SELECT DISTINCT queue FROM done) d) n
-UNION ALL SELECT NULL, queue FROM woke WHERE woken`
+UNION ALL SELECT NULL, queue, priority, run_at FROM woke WHERE woken`
 
 // Complete implements Dialect with one statement: one round trip.
 func (Postgres) Complete(ctx context.Context, e *Engine, items []core.Completion, now any) ([]bool, []string, error) {
@@ -230,18 +230,22 @@ func (Postgres) Complete(ctx context.Context, e *Engine, items []core.Completion
 	}
 	done := map[string]bool{}
 	var queues []string
+	var woke []dueJob
 	err := e.st.WriteOne(ctx, func(q Querier) error {
 		clear(done)
-		queues = queues[:0]
+		queues, woke = queues[:0], woke[:0]
 		seen := map[string]bool{}
 		return e.scanAll(ctx, q, pgComplete, []any{now, ids, tokens, results, e.channel, e.channel}, func(rows Rows) error {
 			var id *string
-			var queue string
-			if err := rows.Scan(&id, &queue); err != nil {
+			var d dueJob
+			if err := rows.Scan(&id, &d.queue, &d.prio, &d.runAt); err != nil {
 				return err
 			}
+			queue := d.queue
 			if id != nil {
 				done[*id] = true
+			} else {
+				woke = append(woke, d)
 			}
 			if !seen[queue] {
 				seen[queue] = true
@@ -252,6 +256,11 @@ func (Postgres) Complete(ctx context.Context, e *Engine, items []core.Completion
 	})
 	if err != nil {
 		return nil, nil, err
+	}
+	// Woken waiters are noted here rather than by the listener, which
+	// may hear of them after this process's next claim.
+	for _, d := range woke {
+		e.cursors.noteDue(d)
 	}
 	ok := make([]bool, len(items))
 	for i, it := range items {

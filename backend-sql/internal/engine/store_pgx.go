@@ -17,7 +17,12 @@ type pgxConn interface {
 }
 
 // PgxQuerier adapts a pgx pool, connection or transaction.
-type PgxQuerier struct{ C pgxConn }
+type PgxQuerier struct {
+	C pgxConn
+	// After, when set, collects what to run once the transaction has
+	// committed (local wake-ups that must not wait for the listener).
+	After *[]func()
+}
 
 // Exec implements Querier.
 func (p PgxQuerier) Exec(ctx context.Context, sql string, args ...any) (int64, error) {
@@ -57,7 +62,13 @@ func deadlocked(err error) bool {
 // again when Postgres aborted it to break a deadlock.
 func (s *PgxStore) WriteTx(ctx context.Context, fn func(Querier) error) error {
 	for try := 1; ; try++ {
-		err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error { return fn(PgxQuerier{tx}) })
+		var after []func()
+		err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error { return fn(PgxQuerier{C: tx, After: &after}) })
+		if err == nil {
+			for _, f := range after {
+				f()
+			}
+		}
 		if err == nil || try == pgDeadlockTries || !deadlocked(err) {
 			return err
 		}
@@ -68,7 +79,7 @@ func (s *PgxStore) WriteTx(ctx context.Context, fn func(Querier) error) error {
 // when Postgres aborted it to break a deadlock.
 func (s *PgxStore) WriteOne(ctx context.Context, fn func(Querier) error) error {
 	for try := 1; ; try++ {
-		err := fn(PgxQuerier{s.Pool})
+		err := fn(PgxQuerier{C: s.Pool})
 		if err == nil || try == pgDeadlockTries || !deadlocked(err) {
 			return err
 		}
@@ -76,7 +87,7 @@ func (s *PgxStore) WriteOne(ctx context.Context, fn func(Querier) error) error {
 }
 
 // Reader implements Store.
-func (s *PgxStore) Reader() Querier { return PgxQuerier{s.Pool} }
+func (s *PgxStore) Reader() Querier { return PgxQuerier{C: s.Pool} }
 
 // Close implements Store.
 func (s *PgxStore) Close() error {
