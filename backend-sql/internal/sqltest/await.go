@@ -315,3 +315,36 @@ func awaitConcurrent(t *testing.T, b AwaitBackend) {
 		t.Fatal("parent not woken")
 	}
 }
+
+// AwaitDown checks the down step of the fan-in migration on b, migrated
+// and holding a wait: down undoes it (the wait is forgotten and the
+// parked job stays sleeping), up applies it again, and then a new wait
+// on the same jobs works as on a fresh store.
+func AwaitDown(t *testing.T, b AwaitBackend, down, up func() error) {
+	ctx := context.Background()
+	kids := enqueueN(t, b, "c", 2, 1)
+	p, _ := parked(t, b, core.AwaitRequest{JobIDs: kids, Mode: core.AwaitAll})
+	if err := down(); err != nil {
+		t.Fatal(err)
+	}
+	if err := up(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.JobWait(ctx, p.ID); !errors.Is(err, core.ErrNotFound) {
+		t.Fatalf("wait after down and up: %v", err)
+	}
+	if j := try(b.GetJob(ctx, p.ID)).must(t); j.State != core.StateSleeping {
+		t.Fatalf("parked job after down and up: %s", j.State)
+	}
+	// The children carry no waits any more: completing one wakes nothing.
+	complete(t, b, claimOne(t, b, "c"))
+	p2, res := parked(t, b, core.AwaitRequest{JobIDs: kids, Mode: core.AwaitAll})
+	if res.Pending != 1 || res.Woken {
+		t.Fatalf("await after down and up: %+v", res)
+	}
+	complete(t, b, claimOne(t, b, "c"))
+	wantWait(t, b, p2.ID, 0, true)
+	if got, ok := due(t, b, "p"); !ok || got.ID != p2.ID {
+		t.Fatalf("woken job after down and up: %v %v", ok, got.ID)
+	}
+}
