@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/boson-go/boson/core"
 	boson "github.com/boson-go/boson/runtime"
@@ -74,6 +75,11 @@ var faninScenarios = []scenario{
 	// while it waits: the one slot runs every child, then the parent again.
 	{"fanin_1000_no_slot", func(e *env) {
 		aw := requireAwaiter(e)
+		// One slot runs 1,001 jobs one after another: more than the
+		// default minute on a loaded machine under the race detector.
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		e.Cleanup(cancel)
+		e.ctx = ctx
 		const n = 1000
 		var (
 			running     peak

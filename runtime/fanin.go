@@ -93,10 +93,13 @@ func refs[Out any](hs []*Handle[Out]) ([]awaited, error) {
 // children failed or were cancelled, AwaitAll returns the results of the
 // others (zero values in the failed places) and an error that joins a
 // [*TaskError] per failed child, in hs order. A child that was deleted
-// gives an error wrapping [core.ErrNotFound]; a handle from another store
-// than the caller's, an error wrapping [core.ErrInvalidArgument]; a backend
-// without [core.Awaiter], an error wrapping [core.ErrUnsupported]. All
-// three are [Permanent]. With [AwaitUntil] or [AwaitTimeout], a bound that
+// gives an error wrapping [core.ErrNotFound]; no handle, a nil handle, the
+// same task twice, the calling task itself, more than [core.MaxAwaitJobs]
+// handles or a handle from another store than the caller's, an error
+// wrapping [core.ErrInvalidArgument]; a backend without [core.Awaiter], an
+// error wrapping [core.ErrUnsupported] (there is no holding fallback). All
+// of these are [Permanent]; bad input and an unsupported backend are
+// refused before anything is stored or read. With [AwaitUntil] or [AwaitTimeout], a bound that
 // comes first gives the results so far and an error wrapping
 // [ErrAwaitTimeout].
 func AwaitAll[Out any](ctx context.Context, hs []*Handle[Out], opts ...AwaitOption) ([]Out, error) {
