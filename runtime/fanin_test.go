@@ -189,8 +189,10 @@ func TestAwaitAllReplaysAfterCrash(t *testing.T) {
 	if n := replayReads.Load(); n != 0 {
 		t.Errorf("the replay read %d jobs, want 0", n)
 	}
-	if st := runStatuses(t, e.b, h.ID()); len(st) != 3 || st[0] != core.RunSleeping || st[1] != core.RunFailed || st[2] != core.RunSucceeded {
-		t.Errorf("parent runs %v, want [sleeping failed succeeded]", st)
+	// The first run parks unless the children were all done by the time
+	// it read them.
+	if st := runStatuses(t, e.b, h.ID()); len(st) < 2 || st[len(st)-2] != core.RunFailed || st[len(st)-1] != core.RunSucceeded {
+		t.Errorf("parent runs %v, want [(sleeping) failed succeeded]", st)
 	}
 }
 
@@ -351,8 +353,8 @@ func TestAwaitAllFailedChildAndRetry(t *testing.T) {
 	if got, _ := sawErr.Load().(string); got != "failed 1 3" {
 		t.Errorf("first wake saw %q, want the failure and the others' results", got)
 	}
-	if st := runStatuses(t, e.b, h.ID()); len(st) != 3 || st[0] != core.RunSleeping || st[1] != core.RunSleeping {
-		t.Errorf("parent runs %v, want [sleeping sleeping succeeded]", st)
+	if st := runStatuses(t, e.b, h.ID()); len(st) < 2 || st[len(st)-1] != core.RunSucceeded {
+		t.Errorf("parent runs %v, want (sleeping)... succeeded", st)
 	}
 }
 
