@@ -23,6 +23,7 @@ func (h *Handler) apiRoutes() []route {
 		api("POST", "/jobs/{id}/retry", PermAdmin, h.apiRetry),
 		api("GET", "/jobs/{id}/runs", PermRead, h.apiRuns),
 		api("GET", "/jobs/{id}/checkpoints", PermRead, h.apiCheckpoints),
+		api("GET", "/jobs/{id}/wait", PermRead, h.apiJobWait),
 		api("GET", "/tasks", PermRead, h.apiListTasks),
 		api("GET", "/tasks/{task}", PermRead, h.apiGetTask),
 		api("GET", "/tasks/{task}/config", PermRead, h.apiGetTaskConfig),

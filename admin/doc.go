@@ -26,6 +26,7 @@
 //	POST /api/v1/jobs/{id}/retry         retry a failed or cancelled job
 //	GET  /api/v1/jobs/{id}/runs          runs in claim order
 //	GET  /api/v1/jobs/{id}/checkpoints   checkpoints by step
+//	GET  /api/v1/jobs/{id}/wait          the latest fan-in wait (AwaitAll, AwaitAny)
 //	GET  /api/v1/tasks                   known tasks with stats and config
 //	GET  /api/v1/tasks/{task}            one task's stats and config
 //	GET  /api/v1/tasks/{task}/config     stored task config (404 when none)

@@ -311,6 +311,10 @@ func TestOpenAPIAnswersMatchDocument(t *testing.T) {
 		v.call("GET", "/jobs/"+id+"/runs", R, nil)
 		v.call("GET", "/jobs/"+id+"/checkpoints", R, nil)
 	}
+	waiting := parkOn(t, e.be, ids.queued, ids.running)
+	for _, id := range []string{waiting, ids.queued, missing, "bad.id"} {
+		v.call("GET", "/jobs/"+id+"/wait", R, nil)
+	}
 	v.call("POST", "/jobs/"+ids.running+"/cancel", A, map[string]string{"reason": "stop"})
 	v.call("POST", "/jobs/"+ids.succeeded+"/cancel", A, nil)
 	v.call("POST", "/jobs/"+missing+"/cancel", A, nil)

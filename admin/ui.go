@@ -123,6 +123,9 @@ type jobData struct {
 	Job         core.Job
 	Runs        []core.Run
 	Checkpoints []core.Checkpoint
+	// Wait is the job's latest fan-in wait, nil when it never waited or
+	// its store cannot park jobs on other jobs.
+	Wait *waitView
 }
 
 func (h *Handler) uiJob(w http.ResponseWriter, r *http.Request, p params) {
@@ -137,6 +140,16 @@ func (h *Handler) uiJob(w http.ResponseWriter, r *http.Request, p params) {
 	}
 	if err == nil {
 		d.Checkpoints, err = b.Checkpoints(r.Context(), id)
+	}
+	if aw, ok := b.(core.Awaiter); ok && err == nil {
+		var wt core.Wait
+		switch wt, err = aw.JobWait(r.Context(), id); {
+		case err == nil:
+			v := toWaitView(wt, d.Job)
+			d.Wait = &v
+		case errors.Is(err, core.ErrNotFound):
+			err = nil
+		}
 	}
 	if err != nil {
 		h.renderError(w, r, err)

@@ -23,6 +23,7 @@ func allScenarios() []scenario {
 		basicScenarios, retryScenarios, leaseScenarios, cancelScenarios,
 		workflowScenarios, spawnScenarios, workerScenarios, readScenarios,
 		periodicScenarios, runInfoScenarios, codecBridgeScenarios, flowScenarios, declareScenarios,
+		faninScenarios,
 	} {
 		all = append(all, group...)
 	}

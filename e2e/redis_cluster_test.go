@@ -72,12 +72,27 @@ func clusterAddrs(t testing.TB) []string {
 // locator names; the owner deletes the prefix's keys at cleanup.
 func openRedisCluster(t testing.TB, clock core.Clock, locator string, owner bool) core.QueueBackend {
 	t.Helper()
+	return openRedisClusterLayout(t, clock, locator, owner, true)
+}
+
+// redisClusterSlotsFactory is the cluster with each queue's keys in a
+// slot of their own (redisq's default layout on a cluster).
+var redisClusterSlotsFactory = backendFactory{
+	Name: "redis-cluster-slots", New: func(t testing.TB, clock core.Clock) core.QueueBackend {
+		return openRedisClusterLayout(t, clock, clusterLocator(t), true, false)
+	},
+}
+
+// openRedisClusterLayout is openRedisCluster with the layout chosen:
+// every key in one slot, or a slot per queue.
+func openRedisClusterLayout(t testing.TB, clock core.Clock, locator string, owner, oneSlot bool) core.QueueBackend {
+	t.Helper()
 	nodes, prefix, ok := strings.Cut(locator, "|")
 	if !ok {
 		t.Fatalf("cluster locator %q is not nodes|prefix", locator)
 	}
 	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(nodes, ",")})
-	b, err := redisq.New(c, redisq.Options{Prefix: prefix, OneSlot: true, Clock: clock, Logger: quiet, PollInterval: 200 * time.Millisecond})
+	b, err := redisq.New(c, redisq.Options{Prefix: prefix, OneSlot: oneSlot, Clock: clock, Logger: quiet, PollInterval: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,8 +51,13 @@
 // [SuspendError] they give); the task then runs again from the start,
 // replays its steps and passes the sleep. [Await] waits for a task in
 // another queue and checkpoints its result; awaiting in the same queue is
-// rejected with [ErrSameQueueAwait]. Checkpoints are stored as
-// "step-<name>", "sleep-<name>" and "await-<job id>".
+// rejected with [ErrSameQueueAwait]. [AwaitAll] and [AwaitAny] (fan-in)
+// wait for many tasks in any queue, the caller's own included: the handler
+// returns the [SuspendError] they give and the worker parks the job through
+// the backend's [core.Awaiter], holding no slot and no lease, until the
+// store wakes it. Checkpoints are stored as "step-<name>", "sleep-<name>",
+// "await-<job id>" and, for fan-in, "fanin-<hash>-until" and
+// "fanin-<hash>-won".
 //
 // # Spawning
 //

@@ -103,15 +103,25 @@ func Snooze(d time.Duration) error {
 }
 
 // SuspendError is returned by [SleepFor] and [SleepUntil] when the wake time
-// has not come: the handler must return it (or an error wrapping it) so the
-// worker can release the claim until Until.
+// has not come, and by [AwaitAll] and [AwaitAny] when the awaited tasks
+// have not ended: the handler must return it (or an error wrapping it) so
+// the worker can release the claim until Until, or until the store wakes
+// the task.
 type SuspendError struct {
+	// Sleep names the sleep, or describes the fan-in ("await 3 of 5").
 	Sleep string
+	// Until is the wake time; a fan-in without a bound gives
+	// [core.WaitForever].
 	Until time.Time
+
+	await *core.AwaitRequest // the wait of a fan-in, without its lease
 }
 
 // Error implements error.
 func (e *SuspendError) Error() string {
+	if e.await != nil {
+		return fmt.Sprintf("boson: waiting on %d task(s) (%s): %s", len(e.await.JobIDs), e.await.Mode, e.Sleep)
+	}
 	return fmt.Sprintf("boson: sleeping in %q until %s", e.Sleep, e.Until.Format(time.RFC3339Nano))
 }
 

@@ -183,6 +183,8 @@ func (w *Worker) execute(cj claimedJob) {
 		var susp *SuspendError
 		var snooze *SnoozeError
 		switch {
+		case errors.As(err, &susp) && susp.await != nil:
+			w.park(a, c, *susp.await, w.attemptLog(&job))
 		case errors.As(err, &susp):
 			w.suspend(a, c, susp.Until, w.attemptLog(&job))
 		case errors.As(err, &snooze):
@@ -274,6 +276,33 @@ func (w *Worker) suspend(a *attempt, c *counterSet, until time.Time, log interfa
 		w.noteLost(a, c, log)
 	default:
 		log.Error("boson: suspend failed; the lease will expire and the job run again", "error", err)
+	}
+}
+
+// park parks the job on the tasks it awaits (a fan-in). The store wakes it;
+// nothing here waits.
+func (w *Worker) park(a *attempt, c *counterSet, req core.AwaitRequest, log *slog.Logger) {
+	aw, ok := a.b.(core.Awaiter)
+	if !ok { // AwaitAll and AwaitAny refuse such a backend first
+		w.fail(a, c, fmt.Errorf("%w: backend %T cannot park a task on other tasks", core.ErrUnsupported, a.b), true, false)
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), writeTimeout)
+	defer cancel()
+	req.Lease = a.currentLease()
+	res, err := aw.AwaitJobs(ctx, req)
+	switch {
+	case err == nil:
+		c.suspended.Add(1)
+		log.Info("boson: waiting on tasks", "mode", req.Mode, "tasks", len(req.JobIDs), "pending", res.Pending, "woken", res.Woken)
+	case errors.Is(err, core.ErrLeaseLost):
+		w.noteLost(a, c, log)
+	case errors.Is(err, core.ErrNotFound), errors.Is(err, core.ErrInvalidArgument):
+		// An awaited task was deleted after the handler read it: a new
+		// attempt reads the children again and reports it.
+		w.fail(a, c, fmt.Errorf("boson: fan-in: %w", err), false, false)
+	default:
+		log.Error("boson: parking on awaited tasks failed; the lease will expire and the job run again", "error", err)
 	}
 }
 

@@ -18,7 +18,7 @@ type queueBackend = core.QueueBackend
 // [core.QueueBackend], [core.Notifier], [core.TxEnqueuer],
 // [core.TxController] and the
 // operations capabilities [core.RunReader], [core.JobSearcher],
-// [core.TaskLister] and [core.JobDeleter], and is safe
+// [core.TaskLister] and [core.JobDeleter], fan-in ([core.Awaiter]), and is safe
 // for concurrent use by many goroutines and many processes.
 type Backend struct {
 	queueBackend

@@ -18,7 +18,7 @@ import (
 
 // TestMigrateOnlineWithWorkers builds the schema of migration 5, fills it
 // as the release before flow control does (its boson_enqueue), and
-// applies migration 6 while two workers of that release (its claim and
+// applies migrations 6 to 8 (flow control, declared queues, fan-in) while two workers of that release (its claim and
 // completion statements, prev_release_test.go) claim and complete and a
 // producer of that release enqueues: no call fails, every job succeeds
 // exactly once, and this release enqueues and notifies afterwards.
@@ -162,7 +162,7 @@ func TestMigrateOnlineWithWorkers(t *testing.T) {
 	if jobs != before+during || succeeded != jobs || runs != jobs || completed.Load() != int64(jobs) {
 		t.Fatalf("%d jobs, %d succeeded, %d succeeded runs, %d completions; want %d of each", jobs, succeeded, runs, completed.Load(), before+during)
 	}
-	if version < 6 {
+	if version < 8 {
 		t.Fatalf("schema at version %d after Migrate", version)
 	}
 

@@ -1,6 +1,7 @@
 package postgres_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/boson-go/boson/backend-sql/internal/sqltest"
@@ -54,15 +55,25 @@ var pgMutants = []mutants.Mutant{{
 	Breaks:   []string{mutants.ClaimLimit},
 	Edits:    []mutants.Edit{{File: pgDialect, Find: "SET n = c.n - dec.cnt,", Replace: "SET n = c.n,"}},
 	CaughtBy: []string{"FlowLimits/FreedByComplete", "FlowLimits/TaskMaxRunning"},
+}, {
+	Name:     "await-complete-uncounted",
+	Breaks:   []string{mutants.AwaitCounts},
+	Edits:    []mutants.Edit{{File: pgDialect, Find: "j.task, j.limit_key, j.sequence_key, j.awaited_by),", Replace: "j.task, j.limit_key, j.sequence_key, NULL::text[] AS awaited_by),"}},
+	CaughtBy: []string{"Await/AllComplete", "Await/RaceChildren"},
+}, {
+	Name:     "await-claim-deadline-uncounted",
+	Breaks:   []string{mutants.AwaitCounts},
+	Edits:    []mutants.Edit{{File: pgDialect, Find: "RETURNING id, awaited_by),", Replace: "RETURNING id, NULL::text[] AS awaited_by),"}},
+	CaughtBy: []string{"Await/AllDeadline"},
 }}
 
 func TestMutantsCoverProperties(t *testing.T) {
-	mutants.RequireCoverage(t, append(sqltest.EngineMutants, pgMutants...), mutants.Properties, 3)
+	mutants.RequireCoverage(t, slices.Concat(sqltest.EngineMutants, sqltest.AwaitMutants, pgMutants), slices.Concat(mutants.Properties, mutants.AwaitProperties), 3)
 }
 
 // TestMutants runs the suite once per mutant of the engine's and the
 // dialect's code and requires each to be caught by the cases it names.
 func TestMutants(t *testing.T) {
 	sqltest.PostgresURL(t)
-	mutants.Run(t, mutants.Target{Test: "TestConformance", Args: []string{"-rapid.checks=50", "-rapid.nofailfile"}}, append(sqltest.EngineMutants, pgMutants...))
+	mutants.Run(t, mutants.Target{Test: "TestConformance", Args: []string{"-rapid.checks=50", "-rapid.nofailfile"}}, slices.Concat(sqltest.EngineMutants, sqltest.AwaitMutants, pgMutants))
 }

@@ -48,6 +48,16 @@ var sqliteMutants = []mutants.Mutant{{
 	Breaks:   []string{mutants.BatchAtomic},
 	Edits:    []mutants.Edit{{File: "../internal/engine/store_sql.go", Find: "\t\t_ = tx.Rollback()\n\t\treturn err", Replace: "\t\t_ = tx.Commit()\n\t\treturn err"}},
 	CaughtBy: []string{"Idempotency/Conflict", "Idempotency/ConflictWithinBatch"},
+}, {
+	Name:     "await-complete-uncounted",
+	Breaks:   []string{mutants.AwaitCounts},
+	Edits:    []mutants.Edit{{File: "../internal/engine/complete.go", Find: "\t\t\tif awaited {\n", Replace: "\t\t\tif false {\n"}},
+	CaughtBy: []string{"Await/AllComplete", "Await/RaceChildren"},
+}, {
+	Name:     "await-claim-deadline-uncounted",
+	Breaks:   []string{mutants.AwaitCounts},
+	Edits:    []mutants.Edit{{File: sqliteClaim, Find: "\tif err := e.countAwaited(ctx, q, ids, now, false); err != nil {\n\t\treturn err\n\t}\n\tif len(waits) == 0 {", Replace: "\tif len(waits) == 0 {"}},
+	CaughtBy: []string{"Await/AllDeadline"},
 }}
 
 // sqliteProperties are the properties the mutants must cover. SQLite has
@@ -60,11 +70,11 @@ var sqliteMutants = []mutants.Mutant{{
 var sqliteProperties = slices.DeleteFunc(slices.Clone(mutants.Properties), func(p string) bool { return p == mutants.ClaimExclusive })
 
 func TestMutantsCoverProperties(t *testing.T) {
-	mutants.RequireCoverage(t, append(sqltest.EngineMutants, sqliteMutants...), sqliteProperties, 3)
+	mutants.RequireCoverage(t, slices.Concat(sqltest.EngineMutants, sqltest.AwaitMutants, sqliteMutants), slices.Concat(sqliteProperties, mutants.AwaitProperties), 3)
 }
 
 // TestMutants runs the suite once per mutant of the engine's and the
 // dialect's code and requires each to be caught by the cases it names.
 func TestMutants(t *testing.T) {
-	mutants.Run(t, mutants.Target{Test: "TestConformance", Args: []string{"-rapid.checks=50", "-rapid.nofailfile"}}, append(sqltest.EngineMutants, sqliteMutants...))
+	mutants.Run(t, mutants.Target{Test: "TestConformance", Args: []string{"-rapid.checks=50", "-rapid.nofailfile"}}, slices.Concat(sqltest.EngineMutants, sqltest.AwaitMutants, sqliteMutants))
 }

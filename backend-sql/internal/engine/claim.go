@@ -32,7 +32,16 @@ func (e *Engine) Claim(ctx context.Context, req core.ClaimRequest) ([]core.Job, 
 // itself is written when the attempt ends.
 func (e *Engine) ClaimSQL(ctx context.Context, q Querier, req core.ClaimRequest, now int64, expired bool) ([]core.Job, error) {
 	if expired {
-		if _, err := q.Exec(ctx, e.render(claimExpireSQL), now, req.Queue, now, now, req.Queue); err != nil {
+		if err := e.expireAwaited(ctx, q, req.Queue, now, func() ([]string, error) {
+			var ids []string
+			err := e.scanAll(ctx, q, claimExpireSQL+" RETURNING id", []any{now, req.Queue, now, now, req.Queue}, func(rows Rows) error {
+				var id string
+				err := rows.Scan(&id)
+				ids = append(ids, id)
+				return err
+			})
+			return ids, err
+		}); err != nil {
 			return nil, err
 		}
 	}
@@ -69,6 +78,35 @@ func (e *Engine) ClaimSQL(ctx context.Context, q Querier, req core.ClaimRequest,
 		return nil, fmt.Errorf("claim updated %d of %d picked jobs", n, len(jobs))
 	}
 	return jobs, nil
+}
+
+// expireAwaited runs expire, which cancels the due jobs of queue past a
+// cancellation deadline and returns their ids, as a cancellation: it
+// counts them on their waiters' rows and cancels the jobs awaited by
+// those of them that were waiting with CancelChildren.
+func (e *Engine) expireAwaited(ctx context.Context, q Querier, queue string, now int64, expire func() ([]string, error)) error {
+	// The waits are read before the jobs are cancelled, and kept for the
+	// jobs the expiry did cancel (Postgres skips rows others hold).
+	waits, err := e.ccWaits(ctx, q, "j.queue = ? AND j.run_at <= ? AND j.deadline_at IS NOT NULL AND j.deadline_at <= ?",
+		[]any{queue, now, now})
+	if err != nil {
+		return err
+	}
+	ids, err := expire()
+	if err != nil {
+		return err
+	}
+	if err := e.countAwaited(ctx, q, ids, now, false); err != nil {
+		return err
+	}
+	if len(waits) == 0 {
+		return nil
+	}
+	expired := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		expired[id] = true
+	}
+	return e.cancelChildren(ctx, q, childrenOf(waits, expired), now)
 }
 
 // claimExpireSQL cancels the due jobs of a queue that are past their

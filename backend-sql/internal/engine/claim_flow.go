@@ -253,20 +253,25 @@ func (e *Engine) markClaimed(ctx context.Context, q Querier, req core.ClaimReque
 func (fc *flowClaim) expire(ctx context.Context, queue string) ([]string, error) {
 	e := fc.e
 	var seqs []string
-	err := e.scanAll(ctx, fc.q, `UPDATE {s}jobs SET state = 'cancelled', finished_at = ?,
+	err := e.expireAwaited(ctx, fc.q, queue, fc.now, func() ([]string, error) {
+		var ids []string
+		err := e.scanAll(ctx, fc.q, `UPDATE {s}jobs SET state = 'cancelled', finished_at = ?,
 		last_error = CASE WHEN first_started_at = 0 THEN '`+ReasonMaxDelay+`' ELSE '`+ReasonMaxDuration+`' END
 		WHERE id IN (SELECT id FROM {s}jobs WHERE queue = ? AND state IN ('queued', 'sleeping') AND run_at <= ?
 			AND deadline_at IS NOT NULL AND deadline_at <= ?
 			AND NOT EXISTS (SELECT 1 FROM {s}queue_configs WHERE queue = ? AND paused <> 0)`+e.d.SkipLocked()+`)
-		RETURNING coalesce(sequence_key, '')`, []any{fc.now, queue, fc.now, fc.now, queue}, func(rows Rows) error {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			return err
-		}
-		if s != "" {
-			seqs = append(seqs, s)
-		}
-		return nil
+		RETURNING id, coalesce(sequence_key, '')`, []any{fc.now, queue, fc.now, fc.now, queue}, func(rows Rows) error {
+			var id, s string
+			if err := rows.Scan(&id, &s); err != nil {
+				return err
+			}
+			ids = append(ids, id)
+			if s != "" {
+				seqs = append(seqs, s)
+			}
+			return nil
+		})
+		return ids, err
 	})
 	return seqs, err
 }

@@ -47,7 +47,7 @@ func (e *Engine) Cleanup(ctx context.Context, req core.CleanupRequest) (int, err
 			return err
 		}
 		in := placeholders(len(ids))
-		for _, table := range []string{"runs", "checkpoints"} {
+		for _, table := range []string{"runs", "checkpoints", "job_waits"} {
 			if _, err := q.Exec(ctx, e.render("DELETE FROM {s}"+table+" WHERE job_id IN ("+in+")"), ids...); err != nil {
 				return err
 			}

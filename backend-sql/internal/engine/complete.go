@@ -86,16 +86,21 @@ func (e *Engine) CompleteSQL(ctx context.Context, q Querier, items []core.Comple
 			args = append(args, it.Lease.JobID, it.Lease.Token, nullBytes(it.Result))
 		}
 		values := strings.TrimSuffix(strings.Repeat("(?, ?, ?), ", len(part)), ", ")
-		var done []string
+		var done, counted []string
 		var refs []flowRef
 		err := e.scanAll(ctx, q, `UPDATE {s}jobs SET state = 'succeeded', result = v.column3, finished_at = ?
 			FROM (VALUES `+values+`) AS v
 			WHERE {s}jobs.id = v.column1 AND {s}jobs.token = v.column2 AND {s}jobs.state = 'running'
-			RETURNING {s}jobs.id, {s}jobs.queue, {s}jobs.task, coalesce({s}jobs.limit_key, ''), coalesce({s}jobs.sequence_key, '')`, args, func(rows Rows) error {
+			RETURNING {s}jobs.id, {s}jobs.queue, {s}jobs.task, coalesce({s}jobs.limit_key, ''), coalesce({s}jobs.sequence_key, ''),
+				{s}jobs.awaited_by IS NOT NULL`, args, func(rows Rows) error {
 			var id, queue string
+			var awaited bool
 			r := flowRef{wasRunning: true}
-			if err := rows.Scan(&id, &queue, &r.task, &r.limitKey, &r.seqKey); err != nil {
+			if err := rows.Scan(&id, &queue, &r.task, &r.limitKey, &r.seqKey, &awaited); err != nil {
 				return err
+			}
+			if awaited {
+				counted = append(counted, id)
 			}
 			r.queue = queue
 			refs = append(refs, r)
@@ -114,6 +119,9 @@ func (e *Engine) CompleteSQL(ctx context.Context, q Querier, items []core.Comple
 			continue
 		}
 		if err := e.flowAfter(ctx, q, refs); err != nil {
+			return nil, nil, err
+		}
+		if err := e.countAwaited(ctx, q, counted, now, false); err != nil {
 			return nil, nil, err
 		}
 		ids, err := json.Marshal(done)

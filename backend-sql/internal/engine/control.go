@@ -110,7 +110,7 @@ func (e *Engine) retryIn(ctx context.Context, q Querier, jobID string) (core.Job
 		return core.Job{}, err
 	}
 	jobs, err := collectJobs(q.Query(ctx, e.render(`UPDATE {s}jobs SET state = 'queued', run_at = ?, finished_at = 0,
-		max_attempts = CASE WHEN attempt >= max_attempts THEN attempt + 1 ELSE max_attempts END`+flowRetrySet+`
+		max_attempts = CASE WHEN attempt >= max_attempts THEN attempt + 1 ELSE max_attempts END`+flowRetrySet+awaitRetrySet+`
 		WHERE id = ? RETURNING `+JobCols("")), now, jobID))
 	if err != nil {
 		return core.Job{}, err

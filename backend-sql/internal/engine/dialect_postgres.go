@@ -36,15 +36,16 @@ func (Postgres) SkipLocked() string { return " FOR UPDATE SKIP LOCKED" }
 // deadline, lock the first Limit due jobs in claim order with SKIP
 // LOCKED, and mark them running, each with a new run id (the run row is
 // written when the attempt ends).
-const pgClaim = `WITH clk AS (SELECT ` + pgNow + ` AS t),
+var pgClaim = `WITH clk AS (SELECT ` + pgNow + ` AS t),
 expired AS (
 	UPDATE {s}jobs SET state = 'cancelled', finished_at = (SELECT t FROM clk),
 		last_error = CASE WHEN first_started_at = 0 THEN '` + ReasonMaxDelay + `' ELSE '` + ReasonMaxDuration + `' END
 	WHERE id = ANY (ARRAY(SELECT id FROM {s}jobs WHERE queue = ? AND state IN ('queued', 'sleeping')
 		AND run_at <= (SELECT t FROM clk) AND deadline_at <= (SELECT t FROM clk)
 		AND NOT EXISTS (SELECT 1 FROM {s}queue_configs WHERE queue = ? AND paused <> 0)
-		AND NOT EXISTS (SELECT 1 FROM {s}flow_switch WHERE seq <> 0 OR limits <> 0) FOR UPDATE SKIP LOCKED))
-	RETURNING id),
+		AND NOT EXISTS (SELECT 1 FROM {s}flow_switch WHERE seq <> 0 OR limits <> 0)
+		AND NOT (wait_cc <> 0 AND state = 'sleeping' AND token = wait_token) FOR UPDATE SKIP LOCKED))
+	RETURNING id, awaited_by),
 picked AS (
 	SELECT id FROM {s}jobs
 	WHERE queue = ? {after}AND state IN ('queued', 'sleeping') AND seq_gate = 0 AND key_gate = 0 AND run_at <= (SELECT t FROM clk)
@@ -63,8 +64,31 @@ claimed AS (
 			ELSE j.deadline_at END,
 		started_at = (SELECT t FROM clk), run_id = j.id || '.' || (j.token + 1)::text
 	FROM numbered WHERE j.id = numbered.id
-	RETURNING j.*)
+	RETURNING j.*),
+` + pgCountCTEs("expired", "(SELECT id FROM expired UNION ALL SELECT id FROM picked)") + `
 SELECT `
+
+// pgCountCTEs counts, in the statement that ended them, the awaited jobs
+// among the rows of the CTE ended (id, awaited_by: their latest
+// versions, which Postgres re-read under their locks) on their waiters'
+// rows, and wakes the waiters whose current wait that satisfies (see
+// await.go): CTE woke returns, per woken waiter, the notification
+// payload of its position. A waiter that the statement changes itself
+// (the rows of skip) is left alone: a row changes once per statement.
+// Its placeholder is the notification channel.
+func pgCountCTEs(ended, skip string) string {
+	return `awaits AS (
+	SELECT split_part(x, ':', 1)::bigint AS tok, substr(x, strpos(x, ':') + 1) AS wid
+	FROM ` + ended + `, unnest(` + ended + `.awaited_by) AS x WHERE ` + ended + `.awaited_by IS NOT NULL),
+counted AS (
+	SELECT DISTINCT ON (wid) wid, tok, count(*) OVER (PARTITION BY wid, tok) AS n FROM awaits ORDER BY wid, tok DESC),
+woke AS (
+	UPDATE {s}jobs w SET ` + waitSQL(waitSet, "(SELECT t FROM clk)") + `
+	FROM counted d WHERE ` + waitWhere + ` AND w.id NOT IN ` + skip + `
+	RETURNING CASE WHEN ` + waitSQL(waitWoken, "(SELECT t FROM clk)") + `
+		THEN pg_notify(?, w.queue || ' ' || w.priority || ' ' || w.run_at || ' ' || w.run_at) END AS sent,
+		w.queue, w.priority, w.run_at, ` + waitSQL(waitWoken, "(SELECT t FROM clk)") + ` AS woken)`
+}
 
 // pgClaimHead starts at the head of the claim index; pgClaimAfter starts
 // after a cursor position (see cursor.go), which the row comparison
@@ -77,12 +101,12 @@ var (
 
 // pgClaimStatement returns the claim statement of req that starts at st,
 // and its arguments.
-func pgClaimStatement(req core.ClaimRequest, st cursorStart, now any) (string, []any) {
+func pgClaimStatement(req core.ClaimRequest, st cursorStart, now any, channel string) (string, []any) {
 	if st.head {
-		return pgClaimHead, []any{now, req.Queue, req.Queue, req.Queue, req.Queue, req.Limit, req.WorkerID, ceilUS(req.LeaseTTL)}
+		return pgClaimHead, []any{now, req.Queue, req.Queue, req.Queue, req.Queue, req.Limit, req.WorkerID, ceilUS(req.LeaseTTL), channel}
 	}
 	return pgClaimAfter, []any{now, req.Queue, req.Queue, req.Queue, st.pos.prio, st.pos.runAt, st.pos.id,
-		req.Queue, req.Limit, req.WorkerID, ceilUS(req.LeaseTTL)}
+		req.Queue, req.Limit, req.WorkerID, ceilUS(req.LeaseTTL), channel}
 }
 
 // Claim implements Dialect with one statement outside any explicit
@@ -94,7 +118,7 @@ func pgClaimStatement(req core.ClaimRequest, st cursorStart, now any) (string, [
 func (Postgres) Claim(ctx context.Context, e *Engine, req core.ClaimRequest, now any) ([]core.Job, error) {
 	if !e.flowOn.Load() {
 		st := e.cursors.start(req.Queue, now)
-		sql, args := pgClaimStatement(req, st, now)
+		sql, args := pgClaimStatement(req, st, now, e.channel)
 		var jobs []core.Job
 		err := e.st.WriteOne(ctx, func(q Querier) error {
 			var err error
@@ -158,13 +182,13 @@ func (Postgres) Claim(ctx context.Context, e *Engine, req core.ClaimRequest, now
 // make look small but which holds
 // an entry for every job completed since vacuum last ran, so that a
 // held-back vacuum made every completion walk all of them.
-const pgComplete = `WITH clk AS (SELECT ` + pgNow + ` AS t),
+var pgComplete = `WITH clk AS (SELECT ` + pgNow + ` AS t),
 input AS (SELECT * FROM unnest(?::text[], ?::int8[], ?::bytea[]) AS i(id, token, result)),
 done AS (
 	UPDATE {s}jobs j SET state = 'succeeded', result = i.result, finished_at = (SELECT t FROM clk)
 	FROM input i WHERE j.id = i.id AND j.state || '' = 'running' AND j.token = i.token
 	RETURNING j.id, j.token, j.queue, j.run_id, j.attempt, j.worker_id, j.started_at, j.finished_at,
-		j.task, j.limit_key, j.sequence_key),
+		j.task, j.limit_key, j.sequence_key, j.awaited_by),
 moved AS (
 	UPDATE {s}flow_seqs f SET ready = f.ready + 1 FROM (SELECT DISTINCT queue, sequence_key FROM done WHERE sequence_key IS NOT NULL) AS d
 	WHERE f.queue = d.queue AND f.seq = d.sequence_key
@@ -187,9 +211,11 @@ freed AS (
 		AND dec.scope = locked.scope AND dec.name = locked.name AND dec.lkey = locked.lkey),
 closed AS (
 	INSERT INTO {s}runs (job_id, token, id, attempt, worker_id, status, started_at, finished_at)
-	SELECT id, token, run_id, attempt, worker_id, 'succeeded', started_at, finished_at FROM done)
-SELECT done.id, done.queue FROM done,
-	(SELECT count(pg_notify(?, d.queue)) FROM (SELECT DISTINCT queue FROM done) d) n`
+	SELECT id, token, run_id, attempt, worker_id, 'succeeded', started_at, finished_at FROM done),
+` + pgCountCTEs("done", "(SELECT id FROM input)") + `
+SELECT done.id, done.queue, 0, 0::bigint FROM done,
+	(SELECT count(pg_notify(?, d.queue)) FROM (SELECT DISTINCT queue FROM done) d) n
+UNION ALL SELECT NULL, queue, priority, run_at FROM woke WHERE woken`
 
 // Complete implements Dialect with one statement: one round trip.
 func (Postgres) Complete(ctx context.Context, e *Engine, items []core.Completion, now any) ([]bool, []string, error) {
@@ -204,16 +230,23 @@ func (Postgres) Complete(ctx context.Context, e *Engine, items []core.Completion
 	}
 	done := map[string]bool{}
 	var queues []string
+	var woke []dueJob
 	err := e.st.WriteOne(ctx, func(q Querier) error {
 		clear(done)
-		queues = queues[:0]
+		queues, woke = queues[:0], woke[:0]
 		seen := map[string]bool{}
-		return e.scanAll(ctx, q, pgComplete, []any{now, ids, tokens, results, e.channel}, func(rows Rows) error {
-			var id, queue string
-			if err := rows.Scan(&id, &queue); err != nil {
+		return e.scanAll(ctx, q, pgComplete, []any{now, ids, tokens, results, e.channel, e.channel}, func(rows Rows) error {
+			var id *string
+			var d dueJob
+			if err := rows.Scan(&id, &d.queue, &d.prio, &d.runAt); err != nil {
 				return err
 			}
-			done[id] = true
+			queue := d.queue
+			if id != nil {
+				done[*id] = true
+			} else {
+				woke = append(woke, d)
+			}
 			if !seen[queue] {
 				seen[queue] = true
 				queues = append(queues, queue)
@@ -223,6 +256,11 @@ func (Postgres) Complete(ctx context.Context, e *Engine, items []core.Completion
 	})
 	if err != nil {
 		return nil, nil, err
+	}
+	// Woken waiters are noted here rather than by the listener, which
+	// may hear of them after this process's next claim.
+	for _, d := range woke {
+		e.cursors.noteDue(d)
 	}
 	ok := make([]bool, len(items))
 	for i, it := range items {

@@ -50,8 +50,17 @@ func (e *Engine) endRun(ctx context.Context, q Querier, j core.Job, status core.
 	return err
 }
 
-// cancelJob cancels j at now with reason and returns the stored job.
+// cancelJob cancels j at now with reason and returns the stored job. It
+// counts j on its waiters' rows and, when j is waiting with
+// CancelChildren, cancels the jobs it awaits.
 func (e *Engine) cancelJob(ctx context.Context, q Querier, j core.Job, now int64, reason string) (core.Job, error) {
+	var children []string
+	if j.State == core.StateSleeping {
+		var err error
+		if children, err = e.ccChildren(ctx, q, "j.id = ?", []any{j.ID}); err != nil {
+			return j, err
+		}
+	}
 	if j.State == core.StateRunning {
 		if err := e.endRun(ctx, q, j, core.RunCancelled, now, reason); err != nil {
 			return j, err
@@ -66,6 +75,12 @@ func (e *Engine) cancelJob(ctx context.Context, q Querier, j core.Job, now int64
 		return j, fmt.Errorf("%w: job %s", core.ErrNotFound, j.ID)
 	}
 	if err := e.flowAfter(ctx, q, []flowRef{refOf(j)}); err != nil {
+		return j, err
+	}
+	if err := e.countAwaited(ctx, q, []string{j.ID}, now, false); err != nil {
+		return j, err
+	}
+	if err := e.cancelChildren(ctx, q, children, now); err != nil {
 		return j, err
 	}
 	return jobs[0], nil

@@ -49,12 +49,14 @@ var downs = map[string]map[int]downStep{
 		5: {sql: func(all []Migration) (string, error) { return redefineFunction(all, 4) }},
 		6: {sql: func([]Migration) (string, error) { return pgFlowDown, nil }},
 		7: {sql: dropDeclared},
+		8: {sql: func([]Migration) (string, error) { return pgAwaitDown, nil }},
 	},
 	"sqlite": {
 		1: {reason: "it creates the tables; undoing it drops every job, run, checkpoint and config"},
 		2: {reason: "it moved open runs into the jobs rows and rebuilt the runs table; the old layout cannot be restored without losing the runs finished since"},
 		3: {sql: func([]Migration) (string, error) { return sqliteFlowDown, nil }},
 		4: {sql: dropDeclared},
+		5: {sql: func([]Migration) (string, error) { return sqliteAwaitDown, nil }},
 	},
 }
 
@@ -64,6 +66,25 @@ var downs = map[string]map[int]downStep{
 func dropDeclared([]Migration) (string, error) {
 	return "ALTER TABLE {s}queue_configs DROP COLUMN declared", nil
 }
+
+// pgAwaitDown undoes the await migration: the waits are forgotten (a job
+// parked on one stays sleeping until its Until, or until it is
+// cancelled). Earlier builds never name what it drops, so it is safe
+// while they run; jobs is locked first, as the migration does.
+const pgAwaitDown = `LOCK TABLE {s}jobs IN ACCESS EXCLUSIVE MODE;
+DROP TABLE {s}job_waits;
+ALTER TABLE {s}jobs DROP COLUMN awaited_by, DROP COLUMN wait_token, DROP COLUMN wait_total,
+    DROP COLUMN wait_pending, DROP COLUMN wait_any, DROP COLUMN wait_woken, DROP COLUMN wait_cc`
+
+// sqliteAwaitDown undoes the await migration, as pgAwaitDown does.
+const sqliteAwaitDown = `DROP TABLE {s}job_waits;
+ALTER TABLE {s}jobs DROP COLUMN awaited_by;
+ALTER TABLE {s}jobs DROP COLUMN wait_token;
+ALTER TABLE {s}jobs DROP COLUMN wait_total;
+ALTER TABLE {s}jobs DROP COLUMN wait_pending;
+ALTER TABLE {s}jobs DROP COLUMN wait_any;
+ALTER TABLE {s}jobs DROP COLUMN wait_woken;
+ALTER TABLE {s}jobs DROP COLUMN wait_cc`
 
 // redefineFunction returns the CREATE FUNCTION of migration version as a
 // CREATE OR REPLACE FUNCTION: it puts that version's function body back

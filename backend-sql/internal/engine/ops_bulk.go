@@ -198,6 +198,11 @@ func (e *Engine) bulkCancel(ctx context.Context, q Querier, reason string, ids, 
 	if err := e.flowAfterIDs(ctx, q, ids); err != nil {
 		return err
 	}
+	jcond, jarg := e.inStrings("j.id", ids)
+	children, err := e.ccChildren(ctx, q, jcond, []any{jarg})
+	if err != nil {
+		return err
+	}
 	cond, arg := e.inStrings("id", ids)
 	n, err := q.Exec(ctx, e.render("UPDATE {s}jobs SET state = 'cancelled', finished_at = ?, last_error = ? WHERE "+cond), now, reason, arg)
 	if err != nil {
@@ -205,6 +210,12 @@ func (e *Engine) bulkCancel(ctx context.Context, q Querier, reason string, ids, 
 	}
 	if int(n) != len(ids) {
 		return fmt.Errorf("bulk cancel changed %d of %d locked jobs", n, len(ids))
+	}
+	if err := e.countAwaited(ctx, q, ids, now, false); err != nil {
+		return err
+	}
+	if err := e.cancelChildren(ctx, q, children, now); err != nil {
+		return err
 	}
 	return e.d.Notify(ctx, e, q, eff.queues)
 }
@@ -224,7 +235,7 @@ func (e *Engine) bulkRetry(ctx context.Context, q Querier, ids []string, now int
 	cond, arg := e.inStrings("id", ids)
 	var payloads []string
 	err = e.scanAll(ctx, q, `UPDATE {s}jobs SET state = 'queued', run_at = ?, finished_at = 0,
-		max_attempts = CASE WHEN attempt >= max_attempts THEN attempt + 1 ELSE max_attempts END`+flowRetrySet+`
+		max_attempts = CASE WHEN attempt >= max_attempts THEN attempt + 1 ELSE max_attempts END`+flowRetrySet+awaitRetrySet+`
 		WHERE `+cond+` RETURNING queue, priority`, []any{now, arg}, func(rows Rows) error {
 		d := dueJob{runAt: now}
 		if err := rows.Scan(&d.queue, &d.prio); err != nil {

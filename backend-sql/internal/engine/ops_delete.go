@@ -15,8 +15,11 @@ func (e *Engine) deleteJobs(ctx context.Context, q Querier, ids []string) (int, 
 	if err := e.flowAfterIDs(ctx, q, ids); err != nil {
 		return 0, err
 	}
+	if err := e.countAwaited(ctx, q, ids, 0, true); err != nil {
+		return 0, err
+	}
 	cond, arg := e.inStrings("job_id", ids)
-	for _, table := range []string{"runs", "checkpoints"} {
+	for _, table := range []string{"runs", "checkpoints", "job_waits"} {
 		if _, err := q.Exec(ctx, e.render("DELETE FROM {s}"+table+" WHERE "+cond), arg); err != nil {
 			return 0, err
 		}

@@ -448,4 +448,5 @@ type Ops interface {
 	core.BulkActor
 	core.FlowController
 	core.QueueDeclarer
+	core.Awaiter
 }

@@ -38,6 +38,9 @@ func (e *Engine) Fail(ctx context.Context, f core.Failure) (core.JobState, error
 				}
 			}
 			_, err = q.Exec(ctx, e.render("UPDATE {s}jobs SET state = 'failed', finished_at = ?, last_error = ?, seq_hold = ? WHERE id = ?"), now, msg, boolInt(hold), j.ID)
+			if err == nil {
+				err = e.countAwaited(ctx, q, []string{j.ID}, now, false)
+			}
 		} else {
 			state = core.StateQueued
 			runAt := max(toUS(f.RetryAt), now)

@@ -29,7 +29,7 @@ func (e *Engine) ClaimPlan(ctx context.Context, req core.ClaimRequest, analyze b
 		}
 		// The claim that the next Claim would run: from the head of the
 		// claim index, or after the queue's cursor.
-		sql, a := pgClaimStatement(req, e.cursors.peek(req.Queue, now), now)
+		sql, a := pgClaimStatement(req, e.cursors.peek(req.Queue, now), now, e.channel)
 		sqls = []string{"EXPLAIN (" + opts + ") " + e.render(sql)}
 		args = [][]any{a}
 	default:

@@ -66,6 +66,9 @@ func (e *Engine) Rescue(ctx context.Context, req core.RescueRequest) (core.Rescu
 			}
 			if j.Attempt >= j.MaxAttempts {
 				_, err = q.Exec(ctx, e.render("UPDATE {s}jobs SET state = 'failed', finished_at = ?, last_error = 'lease expired' WHERE id = ?"), now, j.ID)
+				if err == nil {
+					err = e.countAwaited(ctx, q, []string{j.ID}, now, false)
+				}
 				res.Failed++
 			} else {
 				_, err = q.Exec(ctx, e.render("UPDATE {s}jobs SET state = 'queued', run_at = ? WHERE id = ?"), now, j.ID)

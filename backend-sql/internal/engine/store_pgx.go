@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -16,7 +17,12 @@ type pgxConn interface {
 }
 
 // PgxQuerier adapts a pgx pool, connection or transaction.
-type PgxQuerier struct{ C pgxConn }
+type PgxQuerier struct {
+	C pgxConn
+	// After, when set, collects what to run once the transaction has
+	// committed (local wake-ups that must not wait for the listener).
+	After *[]func()
+}
 
 // Exec implements Querier.
 func (p PgxQuerier) Exec(ctx context.Context, sql string, args ...any) (int64, error) {
@@ -40,18 +46,48 @@ type PgxStore struct {
 	Owned bool
 }
 
-// WriteTx implements Store with one read-committed transaction.
-func (s *PgxStore) WriteTx(ctx context.Context, fn func(Querier) error) error {
-	return pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error { return fn(PgxQuerier{tx}) })
+// pgDeadlockTries is how many times a write runs when Postgres aborts it
+// to break a deadlock (a fan-in's waiters are locked after the jobs they
+// await, which a cancel with CancelChildren locks the other way round).
+const pgDeadlockTries = 3
+
+// deadlocked reports a transaction Postgres aborted to break a deadlock:
+// it was rolled back, so it may run again.
+func deadlocked(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "40P01"
 }
 
-// WriteOne implements Store: a single statement on the pool.
+// WriteTx implements Store with one read-committed transaction, run
+// again when Postgres aborted it to break a deadlock.
+func (s *PgxStore) WriteTx(ctx context.Context, fn func(Querier) error) error {
+	for try := 1; ; try++ {
+		var after []func()
+		err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error { return fn(PgxQuerier{C: tx, After: &after}) })
+		if err == nil {
+			for _, f := range after {
+				f()
+			}
+		}
+		if err == nil || try == pgDeadlockTries || !deadlocked(err) {
+			return err
+		}
+	}
+}
+
+// WriteOne implements Store: a single statement on the pool, run again
+// when Postgres aborted it to break a deadlock.
 func (s *PgxStore) WriteOne(ctx context.Context, fn func(Querier) error) error {
-	return fn(PgxQuerier{s.Pool})
+	for try := 1; ; try++ {
+		err := fn(PgxQuerier{C: s.Pool})
+		if err == nil || try == pgDeadlockTries || !deadlocked(err) {
+			return err
+		}
+	}
 }
 
 // Reader implements Store.
-func (s *PgxStore) Reader() Querier { return PgxQuerier{s.Pool} }
+func (s *PgxStore) Reader() Querier { return PgxQuerier{C: s.Pool} }
 
 // Close implements Store.
 func (s *PgxStore) Close() error {

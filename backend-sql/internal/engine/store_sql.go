@@ -21,6 +21,9 @@ type SQLQuerier struct {
 	C     sqlConn
 	Tx    *sql.Tx
 	Cache *StmtCache
+	// After, when set, collects what to run once the transaction has
+	// committed (the store's local wake-ups).
+	After *[]func()
 }
 
 // stmt returns the cached statement for query, bound to the transaction,
@@ -228,12 +231,16 @@ func (s *SQLStore) once(ctx context.Context, fn func(Querier) error) error {
 	if err != nil {
 		return err
 	}
-	if err := fn(SQLQuerier{C: tx, Tx: tx, Cache: s.WCache}); err != nil {
+	var after []func()
+	if err := fn(SQLQuerier{C: tx, Tx: tx, Cache: s.WCache, After: &after}); err != nil {
 		_ = tx.Rollback()
 		return err
 	}
 	if err := tx.Commit(); err != nil {
 		return errCommit{err}
+	}
+	for _, f := range after {
+		f()
 	}
 	return nil
 }

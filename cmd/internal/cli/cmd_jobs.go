@@ -36,8 +36,10 @@ running, sleeping, succeeded, failed, cancelled); the search filters --header,
 6). Times are RFC 3339, a date, or a duration ago such as 2h. A sequence's
 jobs in the order they run: --queue Q --sequence-key K.
 
-"boson jobs get ID" shows one job with its payload, result and last error;
---runs adds its runs, --checkpoints its checkpoints. An unknown id exits 3.`,
+"boson jobs get ID" shows one job with its payload, result and last error,
+and the fan-in wait it is parked on ("waiting on 3 of 5 jobs (all)") or last
+began; --runs adds its runs, --checkpoints its checkpoints. An unknown id
+exits 3.`,
 		flags: func(fs *flag.FlagSet, c *call) {
 			jf := &jobsFlags{}
 			c.opts = jf
@@ -153,6 +155,9 @@ type jobDetail struct {
 	Job         core.Job          `json:"job"`
 	Runs        []core.Run        `json:"runs,omitempty"`
 	Checkpoints []core.Checkpoint `json:"checkpoints,omitempty"`
+	// Wait is the job's latest fan-in wait, when its store keeps waits
+	// and the job began one.
+	Wait *core.Wait `json:"wait,omitempty"`
 }
 
 func getJob(ctx context.Context, c *call, jf *jobsFlags, id string) error {
@@ -174,6 +179,15 @@ func getJob(ctx context.Context, c *call, jf *jobsFlags, id string) error {
 	}
 	if jf.checkpoints {
 		if d.Checkpoints, err = st.Backend.Checkpoints(ctx, id); err != nil && !errors.Is(err, core.ErrNotFound) {
+			return err
+		}
+	}
+	if aw, ok := st.Backend.(core.Awaiter); ok {
+		w, err := aw.JobWait(ctx, id)
+		switch {
+		case err == nil:
+			d.Wait = &w
+		case !errors.Is(err, core.ErrNotFound):
 			return err
 		}
 	}
@@ -206,6 +220,9 @@ func getJob(ctx context.Context, c *call, jf *jobsFlags, id string) error {
 	}
 	if j.Lease.Token > 0 {
 		row("lease", fmt.Sprintf("worker %s, token %d, expires %s", j.Lease.WorkerID, j.Lease.Token, stamp(j.Lease.ExpiresAt)))
+	}
+	if d.Wait != nil {
+		row("wait", d.Wait.Describe(j))
 	}
 	row("payload", string(j.Payload))
 	row("result", string(j.Result))

@@ -1,0 +1,28 @@
+package sqliteq_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/boson-go/boson/backend-sql/internal/sqltest"
+	"github.com/boson-go/boson/backend-sql/sqliteq"
+)
+
+func TestAwait(t *testing.T) {
+	sqltest.Await(t, func(t *testing.T) sqltest.AwaitBackend { return newBackend(t, sqliteq.Options{}) })
+}
+
+// TestMigrateAwaitDown undoes migration 5 with a wait stored, and
+// applies it again.
+func TestMigrateAwaitDown(t *testing.T) {
+	ctx := context.Background()
+	b := newBackend(t, sqliteq.Options{})
+	sqltest.AwaitDown(t, b, func() error {
+		undone, err := b.MigrateDown(ctx, 4)
+		if err == nil && (len(undone) != 1 || undone[0] != 5) {
+			err = fmt.Errorf("down to 4 undid %v", undone)
+		}
+		return err
+	}, func() error { return b.Migrate(ctx) })
+}
