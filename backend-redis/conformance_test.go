@@ -15,17 +15,32 @@ import (
 // fallback tick, which makes up for a signal lost on the way (core.Notifier
 // allows that).
 //
-// Flow control is declared unless the client is a cluster with a slot per
-// queue (no OneSlot), where the task limits that span queues are refused.
+// Flow control and fan-in are declared unless the client is a cluster with
+// a slot per queue (no OneSlot), where the task limits that span queues are
+// refused and so are waits across queues (the suite's children are in
+// other queues than their parents): there the backend runs the suite
+// without its core.Awaiter (see sameSlotOnly), and TestAwaitStore covers
+// waits within one queue.
 func harness(name string, base Options, client func(t testing.TB) redis.UniversalClient) conformance.Harness {
-	flow := base.OneSlot || !strings.Contains(name, "cluster")
+	spans := base.OneSlot || !strings.Contains(name, "cluster")
 	return conformance.Harness{
 		Name: name,
 		New: func(t testing.TB, opts conformance.Options) core.QueueBackend {
-			return newBackend(t, client(t), Options{Clock: opts.Clock, Limits: opts.Limits, PollInterval: base.PollInterval, Scripts: base.Scripts, OneSlot: base.OneSlot})
+			b := newBackend(t, client(t), Options{Clock: opts.Clock, Limits: opts.Limits, PollInterval: base.PollInterval, Scripts: base.Scripts, OneSlot: base.OneSlot})
+			if !spans {
+				return sameSlotOnly{Backend: b}
+			}
+			return b
 		},
-		Capabilities: conformance.Capabilities{Notify: true, Runs: true, Search: true, Tasks: true, Delete: true, Flow: flow, Declare: true},
+		Capabilities: conformance.Capabilities{Notify: true, Runs: true, Search: true, Tasks: true, Delete: true, Flow: spans, Declare: true, Await: spans},
 	}
+}
+
+// sameSlotOnly is a Backend without its core.Awaiter methods: the fields
+// hide them, every other method is the Backend's.
+type sameSlotOnly struct {
+	*Backend
+	AwaitJobs, JobWait struct{}
 }
 
 func TestConformanceStandalone(t *testing.T) {

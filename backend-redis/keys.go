@@ -36,7 +36,7 @@ func (ks keyspace) name(queue string, n string) string {
 }
 
 // keyNames names the keys of a queue, in the order of queueKeys.
-var keyNames = []string{"job", "ready", "sched", "lease", "dead", "done", "idx", "idem", "rate", "run", "cp", "cpx", "conf", "rstat", "cnt", "pend", "txn", "flow", "tflow", "gate", "seqh", "seqw", "gatet"}
+var keyNames = []string{"job", "ready", "sched", "lease", "dead", "done", "idx", "idem", "rate", "run", "cp", "cpx", "conf", "rstat", "cnt", "pend", "txn", "flow", "tflow", "gate", "seqh", "seqw", "gatet", "wait", "waitj", "edge"}
 
 // keysOf returns the keys of queue with the indexes in which, in that
 // order: the keys a script touches (see keys() in luaLib).
@@ -75,6 +75,9 @@ func (ks keyspace) queueKeys(queue string) []string {
 		t + "seqh",              // hash: sequence key -> id of the job at its head
 		t + "seqw",              // lex zset: "<sequence key>#<id>": jobs waiting behind their sequence's head
 		ks.name(queue, "gatet"), // zset: start-rate gate group by the start of the window that lets its next jobs in
+		t + "wait",              // hash: id -> "<token>|<mode>|<until µs>|<cancel children>|<total>|<pending>|<woken>", the latest wait a job began
+		t + "waitj",             // hash: id -> the awaited jobs of that wait, "<queue>" and "<id>" each after its 2-byte length
+		t + "edge",              // hash: id -> the waits that await the job and have not counted it: "<queue>", "<id>" each after its length, and the token (a double)
 	}
 }
 
@@ -103,6 +106,9 @@ const (
 	kSeqh
 	kSeqw
 	kGatet
+	kWait
+	kWaitj
+	kEdge
 )
 
 // queues is the set of every queue that has had a job or a config.

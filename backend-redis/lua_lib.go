@@ -101,6 +101,9 @@ local RSN = {'running', 'succeeded', 'failed', 'sleeping', 'cancelled', 'lost'}
 -- when the job does not exist. JW lists the ids whose record changed. P
 -- holds records already packed for the reply, which flush reuses.
 local J, JW, JWS, P = {}, {}, {}, {}
+-- JK maps the id of a record read from another queue's job hash (see kq)
+-- to that hash.
+local JK = {}
 
 -- chunks calls fn(i, j) over 1..n in ranges of at most size, which stay
 -- within Lua's stack.
@@ -160,6 +163,25 @@ local function get(k, id)
   return J[id] or nil
 end
 
+-- getk is get for keys k that may be another queue's (see kq): the
+-- record is then written back to that queue's job hash.
+local function getk(k, id)
+  local r = get(k, id)
+  if r and k._ch then JK[id] = k.job end
+  return r
+end
+
+-- fetchk is fetch (without cold fields) for keys k that may be another
+-- queue's, as getk.
+local function fetchk(k, ids)
+  fetch(k, ids)
+  if k._ch then
+    for _, id in ipairs(ids) do
+      if J[id] then JK[id] = k.job end
+    end
+  end
+end
+
 -- put marks a record as changed.
 local function put(id, r)
   J[id] = r
@@ -214,12 +236,25 @@ end
 local RS = {}
 local function flush(k)
   if #JW > 0 or #RS > 0 then
-    local a = RS
+    local a, xa = RS, nil
     for _, id in ipairs(JW) do
-      a[#a + 1] = id
-      a[#a + 1] = P[id] or packed(J[id])
+      local jk = JK[id]
+      if jk then
+        -- a record of another queue (see kq) goes to its own job hash
+        xa = xa or {}
+        local t = xa[jk]
+        if not t then t = {}; xa[jk] = t end
+        t[#t + 1] = id
+        t[#t + 1] = P[id] or packed(J[id])
+      else
+        a[#a + 1] = id
+        a[#a + 1] = P[id] or packed(J[id])
+      end
     end
-    bulk('HSET', k.job, a)
+    if #a > 0 then bulk('HSET', k.job, a) end
+    if xa then
+      for jk, t in pairs(xa) do bulk('HSET', jk, t) end
+    end
     JW, JWS, P, RS = {}, {}, {}, {}
   end
   for _, key in ipairs(ZO) do
@@ -607,7 +642,7 @@ local function seqleave(k, id, r)
   local sk = r[RSK]
   if redis.call('HGET', k.seqh, sk) == id then
     redis.call('HDEL', k.seqh, sk)
-    SQ[#SQ + 1] = sk
+    SQ[#SQ + 1] = k._ch and {sk, k} or sk
   end
 end
 
@@ -627,19 +662,23 @@ local function settle(k)
   flush(k)
   if #SQ > 0 then
     local now = NOW or now_us()
-    for _, sk in ipairs(SQ) do
-      if redis.call('HEXISTS', k.seqh, sk) == 0 then
-        local nx = redis.call('ZRANGEBYLEX', k.seqw, '[' .. sk .. '#', '(' .. sk .. '$', 'LIMIT', '0', '1')
+    for _, e in ipairs(SQ) do
+      -- a sequence of another queue (see kq) comes with its keys
+      local kk, sk = k, e
+      if type(e) == 'table' then kk, sk = e[2], e[1] end
+      if redis.call('HEXISTS', kk.seqh, sk) == 0 then
+        local nx = redis.call('ZRANGEBYLEX', kk.seqw, '[' .. sk .. '#', '(' .. sk .. '$', 'LIMIT', '0', '1')
         if #nx > 0 then
-          redis.call('ZREM', k.seqw, nx[1])
+          redis.call('ZREM', kk.seqw, nx[1])
           local id = string.sub(nx[1], #sk + 2)
-          local r = get(k, id)
+          local r = getk(kk, id)
           if r then
-            redis.call('HSET', k.seqh, sk, id)
+            redis.call('HSET', kk.seqh, sk, id)
             r[RRD] = 0
-            place(k, id, r, now)
+            place(kk, id, r, now)
             put(id, r)
-            if r[RRD] == 1 and ARGV[2] ~= '' then redis.call('PUBLISH', ARGV[2], '1') end
+            local ch = kk._ch or ARGV[2]
+            if r[RRD] == 1 and ch ~= '' then redis.call('PUBLISH', ch, '1') end
           end
         end
       end
@@ -698,11 +737,188 @@ local function closerun(k, r, status, now, err)
   bump(k.rstat, r[RT], 'rt', now - r[RRB])
 end
 
+-- Fan-in (see core.Awaiter). The wait a job began is a field of two
+-- hashes of its queue, under its id: "wait" holds "<token>|<mode>|<until
+-- µs, 0: none>|<cancel children 0|1>|<total>|<pending>|<woken 0|1>" and
+-- "waitj" its awaited jobs in request order, the queue and id of each
+-- after its 2-byte length (see awjobs). The hash "edge" of an awaited
+-- job's queue maps its id to the waits that have not counted it yet: the
+-- waiting job's queue and id, each after its length, and the wait's token
+-- (a double), per wait. A job that no wait awaits costs a transition one
+-- EXISTS per call: most queues have no edge hash at all.
+
+-- KQN names every queue key, as keyNames does; KQ caches kq's tables.
+local KQN = {'job', 'ready', 'sched', 'lease', 'dead', 'done', 'idx', 'idem', 'rate', 'run', 'cp', 'cpx', 'conf', 'rstat',
+  'cnt', 'pend', 'txn', 'seqh', 'seqw', 'wait', 'waitj', 'edge'}
+local KQ = {}
+
+-- kq returns the keys of queue q, k being the keys of the running
+-- script's queue: k itself for that queue, else the keys of q by name,
+-- with the queue's channel as _ch (which marks them as another queue's).
+-- A script reaches another queue's keys only where every key of the
+-- prefix shares one slot, or one node: the client refuses waits across
+-- queues on a cluster with a slot per queue.
+local function kq(k, q)
+  local p, sep = string.match(k.job, '^{([^:}]*)(.)')
+  local tag
+  if sep == '}' then tag = '{' .. p .. '}:q:' .. q .. ':' else tag = '{' .. p .. ':' .. q .. '}:' end
+  -- naming the fan-in keys here gives every script that calls kq them
+  if tag .. 'job' == k.job and k.wait and k.waitj and k.edge then return k end
+  local t = KQ[tag]
+  if t then return t end
+  t = {_ch = p .. ':wake:' .. q}
+  for _, n in ipairs(KQN) do t[n] = tag .. n end
+  for _, n in ipairs({'flow', 'tflow', 'gate', 'gatet'}) do t[n] = '{' .. p .. '}:' .. n end
+  KQ[tag] = t
+  return t
+end
+
+-- EX caches, per call, whether a key of waits or edges exists.
+local EX = {}
+local function exists(key)
+  local e = EX[key]
+  if e == nil then
+    e = redis.call('EXISTS', key) == 1
+    EX[key] = e
+  end
+  return e
+end
+
+-- waitparse and waitformat read and write a "wait" value as {token, mode,
+-- until, cancel, total, pending, woken}.
+local function waitparse(h)
+  local t, m, u, c, n, p, w = string.match(h, '^(%d+)|(%a+)|(%d+)|(%d)|(%d+)|(%d+)|(%d)$')
+  return {tonumber(t), m, u, c, tonumber(n), tonumber(p), w}
+end
+local function waitformat(w)
+  return sformat('%.0f', w[1]) .. '|' .. w[2] .. '|' .. w[3] .. '|' .. w[4] .. '|' .. w[5] .. '|' .. w[6] .. '|' .. w[7]
+end
+local function satisfied(w)
+  if w[2] == 'any' then return w[6] < w[5] end
+  return w[6] == 0
+end
+
+-- awjobs splits a "waitj" value into the queues and the ids.
+local function awjobs(s)
+  local qs, ids, pos = {}, {}, 1
+  while pos <= #s do
+    local q, id, nx = sunpack('>Hc0Hc0', s, pos)
+    qs[#qs + 1], ids[#ids + 1], pos = q, id, nx
+  end
+  return qs, ids
+end
+
+-- awgroups groups the ids by queue: the queues in first-seen order and
+-- the ids of each.
+local function awgroups(qs, ids)
+  local by, order = {}, {}
+  for i, q in ipairs(qs) do
+    local g = by[q]
+    if not g then
+      g = {}
+      by[q] = g
+      order[#order + 1] = q
+    end
+    g[#g + 1] = ids[i]
+  end
+  return order, by
+end
+
+-- awcount counts job id of the queue of k, which just became terminal or
+-- is being deleted, once for each wait that has not counted it, and wakes
+-- a job whose current wait that satisfies: the job is sleeping under the
+-- wait's token and not yet woken. Its RunAt becomes now.
+local function awcount(k, id)
+  if not exists(k.edge) then return end
+  local v = redis.call('HGET', k.edge, id)
+  if not v then return end
+  redis.call('HDEL', k.edge, id)
+  local pos = 1
+  while pos <= #v do
+    local wq, wid, tok, nx = sunpack('>Hc0Hc0d', v, pos)
+    pos = nx
+    local wk = kq(k, wq)
+    local h = redis.call('HGET', wk.wait, wid)
+    if h then
+      local w = waitparse(h)
+      if w[1] == tok and w[6] > 0 then
+        w[6] = w[6] - 1
+        if w[7] == '0' and satisfied(w) then
+          local wr = getk(wk, wid)
+          if wr and wr[RST] == SLEEPING and wr[RLT] == tok then
+            w[7] = '1'
+            local now = NOW or now_us()
+            if wr[RRA] > now then
+              unschedule(wk, wid, wr)
+              wr[RRA] = now
+              place(wk, wid, wr, now)
+              put(wid, wr)
+              local ch = wk._ch or ARGV[2]
+              if ch ~= '' then redis.call('PUBLISH', ch, '1') end
+            end
+          end
+        end
+        redis.call('HSET', wk.wait, wid, waitformat(w))
+      end
+    end
+  end
+end
+
+-- awdrop removes the wait of job id of the queue of k, if it has one,
+-- with the edges of the wait that have not counted yet.
+local function awdrop(k, id)
+  if not exists(k.waitj) then return end
+  local s = redis.call('HGET', k.waitj, id)
+  if not s then return end
+  redis.call('HDEL', k.wait, id)
+  redis.call('HDEL', k.waitj, id)
+  local order, by = awgroups(awjobs(s))
+  for _, q in ipairs(order) do
+    local ck = kq(k, q)
+    local g = by[q]
+    local vs = hmget(ck.edge, g)
+    local set, del = {}, {}
+    for n, cid in ipairs(g) do
+      local v = vs[n]
+      if v then
+        local keep, pos = {}, 1
+        while pos <= #v do
+          local _, wid, _, nx = sunpack('>Hc0Hc0d', v, pos)
+          if wid ~= id then keep[#keep + 1] = string.sub(v, pos, nx - 1) end
+          pos = nx
+        end
+        if #keep == 0 then
+          del[#del + 1] = cid
+        elseif #keep < #v then
+          set[#set + 1] = cid
+          set[#set + 1] = table.concat(keep)
+        end
+      end
+    end
+    if #del > 0 then bulk('HDEL', ck.edge, del) end
+    if #set > 0 then bulk('HSET', ck.edge, set) end
+  end
+end
+
+-- awkids returns the queues and ids of the jobs that a cancellation of
+-- job id (record r, sleeping) of the queue of k cancels with it: those of
+-- its wait when the wait is current and cancels its children.
+local function awkids(k, id, r)
+  if not exists(k.wait) then return nil end
+  local h = redis.call('HGET', k.wait, id)
+  if not h then return nil end
+  local w = waitparse(h)
+  if w[4] ~= '1' or w[1] ~= r[RLT] then return nil end
+  return {awjobs(redis.call('HGET', k.waitj, id) or '')}
+end
+
 -- finish moves a job to a terminal state, closing its open run with a run
 -- status code. result, when given and not empty, is stored as the job's
--- result.
+-- result. It counts the job for the waits that await it, and a cancelled
+-- job whose current wait cancels its children cancels them with it.
 local function finish(k, id, r, new, now, runstatus, err, result)
   local old = r[RST]
+  local kids = old == SLEEPING and new == CANCELLED and awkids(k, id, r) or nil
   setstate(k, id, r, new)
   if old == RUNNING then
     zrem(k.lease, id)
@@ -730,6 +946,18 @@ local function finish(k, id, r, new, now, runstatus, err, result)
     end
   end
   put(id, r)
+  awcount(k, id)
+  if kids then
+    local order, by = awgroups(kids[1], kids[2])
+    for _, q in ipairs(order) do
+      local ck = kq(k, q)
+      fetchk(ck, by[q])
+      for _, cid in ipairs(by[q]) do
+        local cr = J[cid]
+        if cr and cr[RST] < SUCCEEDED then finish(ck, cid, cr, CANCELLED, now, RUN_CANCELLED, err) end
+      end
+    end
+  end
 end
 
 -- fence returns a running job's record when it runs under token, else nil.
@@ -747,6 +975,8 @@ end
 -- call. A running job's lease goes with it, so every later fenced call of
 -- that lease finds no job and fails.
 local function purge(k, id, r, del)
+  awdrop(k, id)
+  awcount(k, id)
   local task, st = r[RT], r[RST]
   local sn = SN[st]
   del[#del + 1] = id
@@ -830,6 +1060,8 @@ local function begin()
   -- flush empties the others at the end of every call; a call that failed
   -- may have left them full
   if next(J) then J = {} end
+  if next(JK) then JK = {} end
+  if next(EX) then EX = {} end
   if #JW > 0 or next(P) or #RS > 0 then JW, JWS, P, RS = {}, {}, {}, {} end
   if #ZO > 0 or next(S) then Z, ZO, S = {}, {}, {} end
   NOW = nil

@@ -92,12 +92,13 @@ var (
 	scriptDeleteJob  = newScript("delete_job", luaDeleteJob)
 	scriptDeleteQ    = newScript("delete_queue", luaDeleteQueue)
 	scriptFlowConfig = newScript("flow_config", luaFlowConfig)
+	scriptAwait      = newScript("await", luaAwait)
 )
 
 // allScripts lists every script of the backend.
 var allScripts = []*luaScript{scriptEnqueue, scriptApply, scriptAbort, scriptDecide, scriptClaim, scriptHeartbeat,
 	scriptComplete, scriptFail, scriptSleep, scriptCheckpoint, scriptCancel, scriptRetry, scriptRescue, scriptCleanup,
-	scriptDeleteJob, scriptDeleteQ, scriptFlowConfig}
+	scriptDeleteJob, scriptDeleteQ, scriptFlowConfig, scriptAwait}
 
 // library is the Functions library of every script, named after a hash of
 // its code: "boson_<hash>", each function "boson_<hash>_<script>". A
