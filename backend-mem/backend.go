@@ -28,7 +28,8 @@ type Options struct {
 // [core.Notifier], the operations capabilities [core.RunReader],
 // [core.JobSearcher], [core.TaskLister] and [core.JobDeleter], and
 // [core.FlowController]: it enforces the flow limits, start rates,
-// sequences and unique modes. It is safe for concurrent use. It does not implement
+// sequences and unique modes; and [core.Awaiter]: a job parks on other
+// jobs and the transition that satisfies its wait wakes it. It is safe for concurrent use. It does not implement
 // [core.TxEnqueuer]: memory has no transactions to join, so
 // [core.EnqueueTx] returns [core.ErrUnsupported].
 type Backend struct {

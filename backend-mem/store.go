@@ -17,7 +17,11 @@ type jobRec struct {
 
 	id      string // the job's id, also while it is frozen
 	deleted bool   // deleted, but still in an id index until it compacts
-	final   int8   // while frozen, the state, as an index of core.AllStates
+	// awaited: the job is awaited by a wait that has not counted it yet
+	// (store.edges); waiting: the job has a wait (store.waits). See
+	// await.go.
+	awaited, waiting bool
+	final            int8 // while frozen, the state, as an index of core.AllStates
 	// The indexes of the job's queue and task and the counters of its
 	// (queue, task) pair, resolved once when the job is stored.
 	q     *queueState
@@ -133,6 +137,11 @@ type store struct {
 	claimed []*jobRec
 	// arena holds frozen jobs.
 	arena []byte
+	// waits holds the latest wait of each job that began one, by job id;
+	// edges, the waits that have yet to count each awaited job, by the
+	// awaited job's id (see await.go). Both are nil until the first wait.
+	waits map[string]*waitRec
+	edges map[string][]*waitRec
 
 	// signal is called with the queue of a job that became claimable (or
 	// will at its RunAt) or finished.
@@ -262,6 +271,9 @@ func (s *store) attach(r *jobRec, old core.JobState, now time.Time) {
 	}
 	if j.State.Terminal() {
 		s.freeze(r)
+		if r.awaited {
+			s.counted(r, now)
+		}
 	}
 }
 
@@ -374,9 +386,20 @@ func (s *store) finish(r *jobRec, state core.JobState, runStatus core.RunStatus,
 	s.attach(r, old, now)
 }
 
-// cancel cancels an active job at now with reason.
+// cancel cancels an active job at now with reason. A job on a current
+// wait with CancelChildren cancels the awaited jobs that are not terminal
+// in the same step.
 func (s *store) cancel(r *jobRec, reason string, now time.Time) {
+	var w *waitRec
+	if r.waiting {
+		if w = s.waits[r.id]; w != nil && !(w.w.CancelChildren && current(w, r)) {
+			w = nil
+		}
+	}
 	s.finish(r, core.StateCancelled, core.RunCancelled, reason, now)
+	if w != nil {
+		s.cancelChildren(w, reason, now)
+	}
 }
 
 // insert stores a new job. prev, when not nil, is a record stored just
@@ -436,5 +459,9 @@ func (s *store) delete(r *jobRec, now time.Time) {
 	}
 	if j.State == core.StateRunning && (len(t.gates) > 0 || r.fl != nil) {
 		s.freed(r, now)
+	}
+	s.dropWait(r)
+	if r.awaited {
+		s.counted(r, now)
 	}
 }

@@ -8,7 +8,7 @@
 // outcomes and run rows, durable sleeps, checkpoints, cancel and retry,
 // cancellation deadlines, reads and pagination, task and queue configs,
 // retention, Close, aliasing of returned values, the optional capabilities,
-// flow control, and a model-based test of random operation sequences.
+// flow control, fan-in, and a model-based test of random operation sequences.
 //
 // # Running the suite against an adapter
 //
@@ -117,6 +117,22 @@
 //     ListQueues reports Declared, and (with Delete) that a finished
 //     DeleteQueue undeclares the queue. Undeclared, CreateQueue and
 //     QueueDeclared must return [core.ErrUnsupported].
+//   - Capabilities.Await declares [core.Awaiter] (fan-in); the Await
+//     area checks that AwaitJobs parks the job as a durable sleep does
+//     (run ended as sleeping, lease fenced, no attempt consumed, not
+//     claimable, not rescued), that an all-wait wakes when the last
+//     awaited job ends and an any-wait at the first, by every path that
+//     ends a job (Complete, a Fail without retry, Cancel, a deadline,
+//     Rescue out of attempts, DeleteJob, DeleteQueue, a bulk cancel),
+//     that each job counts once (Retry and Cleanup do not count it
+//     again), that a wait satisfied at once parks the job due now, that
+//     Until bounds the wait and that a wait left behind by a later claim
+//     wakes and cancels nothing; CancelChildren, a second wait replacing
+//     the first, JobWait's fields, and races of 8 workers completing
+//     children while the wait begins or ends (exactly one wake, no lost
+//     wake). A stale lease, an unknown awaited job and an invalid request
+//     store nothing and keep the claim. Undeclared, AwaitJobs and JobWait
+//     must return [core.ErrUnsupported] (or the backend type lack them).
 //
 // Notifications that a harness does not declare: [core.SubscribeQueue]
 // must report ok=false, or, where the backend type implements

@@ -46,6 +46,11 @@ type Capabilities struct {
 	// Declare: the backend implements core.QueueDeclarer (CreateQueue,
 	// QueueDeclared) and reports declared queues in ListQueues.
 	Declare bool
+	// Await: the backend implements core.Awaiter (AwaitJobs, JobWait):
+	// a job parks on other jobs of the store, in any queue, and every
+	// terminal transition of an awaited job counts it and wakes the job
+	// whose wait it satisfies, in the same atomic step.
+	Await bool
 }
 
 // Harness tells the suite how to run against one backend.

@@ -36,6 +36,7 @@ var areas = []area{
 	{"Tasks", testTasks},
 	{"Delete", testDelete},
 	{"Declare", testDeclare},
+	{"Await", testAwait},
 	{"Bulk", testBulk},
 	{"Model", testModel},
 	{"FlowLimits", testFlowLimits},
