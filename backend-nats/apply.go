@@ -195,7 +195,7 @@ func (s *state) cancelJob(r *jobRec, c *command, reason string) {
 	r.job.LastError = reason
 	s.index(r)
 	if cascade != nil {
-		s.cancelChildren(cascade, c)
+		s.cancelChildren(cascade, c, reason)
 	}
 }
 

@@ -187,8 +187,8 @@ func (s *state) dropWait(id string) {
 // awaited job not yet counted, in request order. Each cancellation counts
 // as usual and cancels in turn the children of a cancelled job that waits
 // with CancelChildren.
-func (s *state) cancelChildren(w *waitRec, c *command) {
-	reason := "cancelled with job " + w.wait.JobID
+func (s *state) cancelChildren(w *waitRec, c *command, why string) {
+	reason := core.TruncateError(fmt.Sprintf("waiting job %s cancelled: %s", w.wait.JobID, why))
 	for _, id := range w.wait.JobIDs {
 		if _, open := w.open[id]; !open {
 			continue
