@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"errors"
+	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -865,18 +866,28 @@ func awaitRaceAnyOnce(e *env) {
 	var errs raceErrs
 	wg := e.drainChildren("c", 8, 1, &errs)
 	later := e.now().Add(time.Hour)
-	claimed := false
-	for !claimed {
+	drained := make(chan struct{})
+	go func() { wg.Wait(); close(drained) }()
+	for over := false; ; {
+		select {
+		case <-drained:
+			over = true
+		default:
+		}
 		jobs, err := e.b.Claim(e.ctx, core.ClaimRequest{Queue: "p", WorkerID: "parent", Limit: 1, LeaseTTL: time.Hour})
 		if err != nil {
 			e.t.Fatalf("Claim(p): %v", err)
 		}
 		if len(jobs) == 1 {
-			claimed = true
 			e.sleep(jobs[0].Lease, later)
+			break
 		}
+		if over {
+			e.t.Fatal("the waiting job was not woken by 200 children")
+		}
+		runtime.Gosched()
 	}
-	wg.Wait()
+	<-drained
 	errs.check(e.t)
 	e.requirePending(p.ID, 0, true)
 	j := e.requireState(p.ID, core.StateSleeping)

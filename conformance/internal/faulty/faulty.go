@@ -185,3 +185,21 @@ func (b base) QueueDeclared(ctx context.Context, queue string) (bool, error) {
 	}
 	return qd.QueueDeclared(ctx, queue)
 }
+
+// AwaitJobs forwards to the wrapped backend's core.Awaiter.
+func (b base) AwaitJobs(ctx context.Context, req core.AwaitRequest) (core.AwaitResult, error) {
+	a, ok := b.QueueBackend.(core.Awaiter)
+	if !ok {
+		return core.AwaitResult{}, core.ErrUnsupported
+	}
+	return a.AwaitJobs(ctx, req)
+}
+
+// JobWait forwards to the wrapped backend's core.Awaiter.
+func (b base) JobWait(ctx context.Context, jobID string) (core.Wait, error) {
+	a, ok := b.QueueBackend.(core.Awaiter)
+	if !ok {
+		return core.Wait{}, core.ErrUnsupported
+	}
+	return a.JobWait(ctx, jobID)
+}
