@@ -184,9 +184,6 @@ func (s *state) index(r *jobRec) {
 		s.runningChanged(j, 1)
 	case j.State.Terminal():
 		s.finished.ReplaceOrInsert(finKey{micros(j.FinishedAt), j.ID})
-		if r.waiters != nil {
-			s.countAwaited(r)
-		}
 	}
 	if j.SequenceKey != "" {
 		s.seqIndex(r)
@@ -195,6 +192,11 @@ func (s *state) index(r *jobRec) {
 	for _, run := range r.runs {
 		st.runs[run.Status]++
 		st.runTime += run.Duration()
+	}
+	// A job that just ended counts in the waits on it, once its own
+	// entries are in place. Only a job that is not terminal has edges.
+	if r.waiters != nil && j.State.Terminal() {
+		s.countAwaited(r)
 	}
 }
 
