@@ -92,6 +92,8 @@ func (s *state) applyCmd(c *command) (outcome, error) {
 		return s.applyDeleteQueue(c)
 	case opCreateQueue:
 		return s.applyCreateQueue(c), nil
+	case opAwait:
+		return s.applyAwait(c), nil
 	}
 	return outcome{}, fmt.Errorf("natsq: %w: %q, command %d of %s", errUnknownCommand, c.Op, c.Req, c.Origin)
 }
@@ -176,8 +178,14 @@ func (s *state) applyEnqueue(c *command) outcome {
 	return outcome{enqueued: res}
 }
 
-// cancelLocked moves an active job to cancelled, closing its open run.
+// cancelJob moves an active job to cancelled, closing its open run. A job
+// cancelled while its current wait has CancelChildren cancels the awaited
+// jobs not yet counted in the same step.
 func (s *state) cancelJob(r *jobRec, c *command, reason string) {
+	var cascade *waitRec
+	if w := s.waits[r.job.ID]; w != nil && w.wait.CancelChildren && w.current(r) {
+		cascade = w
+	}
 	s.unindex(r)
 	if r.job.State == core.StateRunning {
 		r.closeRun(core.RunCancelled, c.Now, reason)
@@ -186,6 +194,9 @@ func (s *state) cancelJob(r *jobRec, c *command, reason string) {
 	r.job.FinishedAt = c.Now
 	r.job.LastError = reason
 	s.index(r)
+	if cascade != nil {
+		s.cancelChildren(cascade, c, reason)
+	}
 }
 
 func (s *state) applyClaim(c *command) (outcome, error) {
@@ -205,6 +216,9 @@ func (s *state) applyClaim(c *command) (outcome, error) {
 			}
 		}
 		for _, r := range doomed {
+			if !r.job.State.Active() {
+				continue // cancelled with a job it was awaited by
+			}
 			reason, _ := core.DeadlinePassed(r.job, now)
 			s.cancelJob(r, c, reason)
 		}
@@ -394,6 +408,9 @@ func (s *state) applyRescue(c *command) outcome {
 	var res core.RescueResult
 	for _, cd := range cands {
 		r := cd.r
+		if !r.job.State.Active() {
+			continue // cancelled with a job it was awaited by
+		}
 		if reason, passed := core.DeadlinePassed(r.job, now); passed {
 			s.cancelJob(r, c, reason)
 			res.Cancelled++

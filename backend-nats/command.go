@@ -28,6 +28,8 @@ const (
 	opDeleteQ    op = "delete_queue"
 	// opCreateQueue declares a queue (core.QueueDeclarer); version 4.
 	opCreateQueue op = "create_queue"
+	// opAwait parks a running job on other jobs (core.Awaiter); version 5.
+	opAwait op = "await"
 	// opGroup carries several commands of one process in one message.
 	opGroup op = "group"
 )
@@ -38,11 +40,12 @@ const (
 // opDeleteQ), 3 for the commands that use flow control (an enqueue of a
 // job with a limit key, a sequence key or a unique mode, and a task or
 // queue config with a flow limit), which a version without flow control
-// would apply differently, 4 for opCreateQueue. A replica meets a command of a newer version, or one whose
-// kind it does not know, by stopping (see failStopLocked) rather than by
-// skipping it, so replicas of two versions never drift apart: upgrade
-// every process of a namespace before any of them issues such a command.
-const commandVersion = 4
+// would apply differently, 4 for opCreateQueue, 5 for opAwait. A replica
+// meets a command of a newer version, or one whose kind it does not know,
+// by stopping (see failStopLocked) rather than by skipping it, so replicas
+// of two versions never drift apart: upgrade every process of a namespace
+// before any of them issues such a command.
+const commandVersion = 5
 
 // flowVersion is the command version of commands that use flow control.
 const flowVersion = 3
@@ -52,6 +55,11 @@ const deleteVersion = 2
 
 // declareVersion is the version of opCreateQueue.
 const declareVersion = 4
+
+// awaitVersion is the version of opAwait. A replica of an older version
+// stops at the first one, before any wait exists that its transitions
+// would fail to count.
+const awaitVersion = 5
 
 // command is one entry of the log. It carries everything a replica needs to
 // apply it deterministically: the issuer's time, the ids it chose, and the
@@ -90,6 +98,8 @@ type command struct {
 	Before      time.Time         `json:"before"`
 	// Force deletes a running job too.
 	Force bool `json:"force,omitempty"`
+	// Await is the request of an opAwait command; its lease is Lease.
+	Await *awaitCmd `json:"await,omitempty"`
 	// Group holds the encoded commands of an opGroup command.
 	Group []json.RawMessage `json:"group,omitempty"`
 }
@@ -116,4 +126,5 @@ type outcome struct {
 	count    int
 	done     bool
 	queueCfg core.QueueConfig
+	await    core.AwaitResult
 }

@@ -122,6 +122,7 @@ func digest(s *state) string {
 	for k, p := range s.parts {
 		add("part %d %d", k, len(p))
 	}
+	waitDigest(s, add)
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
 }
@@ -175,6 +176,7 @@ func work(t *testing.T, b *Backend, clock *core.ManualClock, rounds int) {
 			}
 		}
 		workFlow(t, b, i)
+		workAwait(t, b, clock, i)
 		clock.Advance(1500 * time.Millisecond)
 		if i%10 == 9 {
 			if _, err := b.DeleteQueue(ctx, core.DeleteQueueRequest{Queue: "paused", Limit: 2}); err != nil {
@@ -294,7 +296,17 @@ func TestSnapshotRestoresEveryIndex(t *testing.T) {
 	}
 	w.mu.RLock()
 	want := digest(w.st)
+	waits, woken, edges := len(w.st.waits), 0, 0
+	for _, wr := range w.st.waits {
+		edges += len(wr.open)
+		if wr.wait.Woken {
+			woken++
+		}
+	}
 	w.mu.RUnlock()
+	if woken == 0 || edges == 0 || woken == waits {
+		t.Fatalf("the work left %d waits, %d woken, %d edges: too few to check the snapshot", waits, woken, edges)
+	}
 	for name, r := range map[string]*Backend{"fresh": fresh, "lagging": lag} {
 		r.mu.RLock()
 		got := digest(r.st)

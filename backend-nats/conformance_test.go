@@ -25,7 +25,7 @@ func harnessWith(name string, nc *nats.Conn, base natsq.Options) conformance.Har
 			opts.DecisionClock, opts.Limits = o.Clock, o.Limits
 			return newBackend(t, nc, opts)
 		},
-		Capabilities: conformance.Capabilities{Notify: true, Runs: true, Search: true, Tasks: true, Delete: true, Flow: true, Declare: true},
+		Capabilities: conformance.Capabilities{Notify: true, Runs: true, Search: true, Tasks: true, Delete: true, Flow: true, Declare: true, Await: true},
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 var _ core.QueueDeclarer = (*Backend)(nil)
 
 // CreateQueue implements core.QueueDeclarer. The declaration is one
-// command of the log (version 3): every replica declares the queue, or
+// command of the log (version 4): every replica declares the queue, or
 // finds it declared and checks the config, at the same position, so of
 // concurrent calls the one whose command comes first declares it and the
 // others see its config.

@@ -151,6 +151,16 @@
 // grow with saturated keys or blocked sequences. Commands that use flow
 // control carry command version 3 (see Deletion for what versions mean).
 //
+// # Fan-in
+//
+// The Backend implements core.Awaiter. AwaitJobs is one command (await,
+// version 5) that parks the job and records its wait, with an edge on
+// every awaited job not yet terminal. Every transition that ends an
+// awaited job, or deletes it, counts it in its waits in the same command,
+// and the count that satisfies a current wait sets the waiting job due at
+// the command's time. Snapshots that hold waits have snapshot version 2,
+// which earlier versions refuse to load.
+//
 // # Server versions
 //
 // NATS server 2.9.0 and later, tested with 2.9.10 (Debian's) and 2.15.3.

@@ -49,17 +49,10 @@ func (m *flowModel) apply(c command) outcome {
 	}
 	var first outcome
 	for i, s := range m.replicas {
-		var cc command
-		if err := json.Unmarshal(data, &cc); err != nil {
-			m.t.Fatal(err)
-		}
-		s.decide(&cc, m.now)
-		out, err := s.apply(&cc)
+		out, err := applyEncoded(s, data, m.now)
 		if err != nil {
 			m.t.Fatalf("replica %d: %s: %v", i, c.Op, err)
 		}
-		s.applied++
-		clear(s.touched)
 		if i == 0 {
 			first = out
 			continue
@@ -74,6 +67,23 @@ func (m *flowModel) apply(c command) outcome {
 		}
 	}
 	return first
+}
+
+// applyEncoded decodes data, an encoded command, and applies it to s as
+// the log's next command, stored at ts.
+func applyEncoded(s *state, data []byte, ts time.Time) (outcome, error) {
+	var c command
+	if err := json.Unmarshal(data, &c); err != nil {
+		return outcome{}, err
+	}
+	s.decide(&c, ts)
+	out, err := s.apply(&c)
+	if err != nil {
+		return outcome{}, err
+	}
+	s.applied++
+	clear(s.touched)
+	return out, nil
 }
 
 func outcomeDigest(o outcome) string {

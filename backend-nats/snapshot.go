@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,9 +24,13 @@ import (
 // gap in the sequence and reloads from the newest snapshot, which by then
 // covers the gap.
 
+// A snapshot of a state that holds waits has version 2 (awaitSnapshotVersion),
+// which a version before fan-in refuses to load instead of losing the
+// waits; any other snapshot has version 1, which every version loads.
 const (
-	snapshotVersion = 1
-	pointerKey      = "snapshot"
+	snapshotVersion      = 1
+	awaitSnapshotVersion = 2
+	pointerKey           = "snapshot"
 )
 
 func metaBucket(ns string) string { return "BOSON_" + ns + "_meta" }
@@ -59,6 +64,15 @@ type snapshotDoc struct {
 	KeyHolders bool `json:"key_holders,omitempty"`
 	// Starts are the start counters of the second RateSec.
 	Starts *snapStarts `json:"starts,omitempty"`
+	// Waits are the jobs' latest waits, by job id (version 2).
+	Waits []snapWait `json:"waits,omitempty"`
+}
+
+// snapWait is one wait and the awaited ids it has not counted, in request
+// order: the edges, which decoding rebuilds.
+type snapWait struct {
+	Wait core.Wait `json:"wait"`
+	Open []string  `json:"open,omitempty"`
 }
 
 // snapStarts holds the start counters of one second.
@@ -105,6 +119,25 @@ func (s *state) encodeSnapshot() ([]byte, error) {
 	for q := range s.declared {
 		doc.Declared = append(doc.Declared, q)
 	}
+	if len(s.waits) > 0 {
+		doc.Version = awaitSnapshotVersion
+		ids := make([]string, 0, len(s.waits))
+		for id := range s.waits {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		doc.Waits = make([]snapWait, 0, len(ids))
+		for _, id := range ids {
+			w := s.waits[id]
+			sw := snapWait{Wait: w.wait}
+			for _, child := range w.wait.JobIDs {
+				if _, ok := w.open[child]; ok {
+					sw.Open = append(sw.Open, child)
+				}
+			}
+			doc.Waits = append(doc.Waits, sw)
+		}
+	}
 	return json.Marshal(doc)
 }
 
@@ -114,7 +147,7 @@ func decodeSnapshot(data []byte) (*state, error) {
 	if err := json.Unmarshal(data, &doc); err != nil {
 		return nil, fmt.Errorf("natsq: %w: snapshot cannot be decoded: %v", core.ErrInvalidState, err)
 	}
-	if doc.Version != snapshotVersion {
+	if doc.Version != snapshotVersion && doc.Version != awaitSnapshotVersion {
 		return nil, fmt.Errorf("natsq: %w: snapshot version %d", core.ErrUnsupported, doc.Version)
 	}
 	s := newState()
@@ -150,6 +183,9 @@ func decodeSnapshot(data []byte) (*state, error) {
 	}
 	for _, q := range doc.Declared {
 		s.declared[q] = true
+	}
+	if err := s.restoreWaits(doc.Waits); err != nil {
+		return nil, err
 	}
 	if doc.Parts != nil {
 		s.parts = doc.Parts
@@ -384,4 +420,25 @@ func (b *Backend) reloadLocked(next uint64) bool {
 	close(b.applyCh)
 	b.applyCh = make(chan struct{})
 	return true
+}
+
+// restoreWaits rebuilds the waits and their edges from a snapshot's.
+func (s *state) restoreWaits(waits []snapWait) error {
+	for _, sw := range waits {
+		id := sw.Wait.JobID
+		if _, dup := s.waits[id]; dup || s.jobs[id] == nil || len(sw.Open) != sw.Wait.Pending {
+			return fmt.Errorf("natsq: %w: snapshot holds an inconsistent wait of job %s", core.ErrInvalidState, id)
+		}
+		w := &waitRec{wait: sw.Wait, open: make(map[string]struct{}, len(sw.Open))}
+		for _, child := range sw.Open {
+			ch := s.jobs[child]
+			if _, dup := w.open[child]; dup || ch == nil || ch.job.State.Terminal() {
+				return fmt.Errorf("natsq: %w: snapshot holds an inconsistent wait of job %s on job %s", core.ErrInvalidState, id, child)
+			}
+			w.open[child] = struct{}{}
+			ch.waiters = append(ch.waiters, id)
+		}
+		s.waits[id] = w
+	}
+	return nil
 }

@@ -19,6 +19,9 @@ type jobRec struct {
 	// holdsSeq: the job failed terminally and holds its sequence (see
 	// flow_seq.go).
 	holdsSeq bool
+	// waiters names the jobs whose wait awaits this one and has not yet
+	// counted it (see await.go); nil for a job nobody awaits.
+	waiters []string
 }
 
 // readyKey orders the queued and sleeping jobs of one queue for claims.
@@ -104,6 +107,9 @@ type state struct {
 	// declared holds the queues declared by opCreateQueue; each also has
 	// a config in queueCfg.
 	declared map[string]bool
+	// waits holds the latest wait of each job that began one (see
+	// await.go).
+	waits map[string]*waitRec
 
 	// parts holds the leading parts of commands too large for one message.
 	parts map[uint64][]byte
@@ -132,6 +138,7 @@ func newState() *state {
 		taskCfg:   map[string]core.TaskConfig{},
 		queueCfg:  map[string]core.QueueConfig{},
 		declared:  map[string]bool{},
+		waits:     map[string]*waitRec{},
 		parts:     map[uint64][]byte{},
 		touched:   map[string]struct{}{},
 	}
@@ -185,6 +192,11 @@ func (s *state) index(r *jobRec) {
 	for _, run := range r.runs {
 		st.runs[run.Status]++
 		st.runTime += run.Duration()
+	}
+	// A job that just ended counts in the waits on it, once its own
+	// entries are in place. Only a job that is not terminal has edges.
+	if r.waiters != nil && j.State.Terminal() {
+		s.countAwaited(r)
 	}
 }
 
@@ -260,8 +272,14 @@ func (s *state) insertRec(r *jobRec) {
 }
 
 // remove deletes a job with its runs and checkpoints and frees its key.
+// The deletion counts in the waits that await the job, and the job's own
+// wait goes with it.
 func (s *state) remove(r *jobRec) {
 	j := &r.job
+	if r.waiters != nil {
+		s.countAwaited(r)
+	}
+	s.dropWait(j.ID)
 	s.unindex(r)
 	if j.SequenceKey != "" {
 		s.seqRelease(j)
