@@ -79,7 +79,8 @@ func (a *adapter) claimed(asked, got int) {
 //     each growth undone in a row;
 //   - claims came back full (more work is due than slots are free) and
 //     the handlers are short: grow the slots adaptGrow times, up to the
-//     ceiling.
+//     ceiling, or twice when the last growth was undone (the bound is
+//     near).
 //
 // After a growth, the first claim restarts the window without judging
 // it, so that the growth is judged over a window in which its slots ran.
@@ -118,8 +119,12 @@ func (a *adapter) adjust(now time.Time) {
 		if probing {
 			a.nextHold = adaptHoldFirst // the last growth was kept
 		}
+		grow := adaptGrow
+		if a.nextHold > adaptHoldFirst {
+			grow = 2 // the last growth was undone: the bound is near, step finer
+		}
 		a.probing, a.settling, a.from, a.rateBefore = true, true, cur, rate
-		a.w.setSlots(min(a.max, adaptGrow*cur))
+		a.w.setSlots(min(a.max, grow*cur))
 	default:
 		if probing {
 			a.nextHold = adaptHoldFirst

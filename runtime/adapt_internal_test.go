@@ -109,8 +109,8 @@ func TestAdaptiveSlotsShrinkWhenSlow(t *testing.T) {
 
 // TestAdaptiveSlotsUndoFruitlessGrowth: a growth that does not raise the
 // rate of finished handlers is undone and not tried again for a while,
-// twice as long after each undone growth in a row up to adaptHold; one
-// that does is kept and resets the hold.
+// twice as long after each undone growth in a row up to adaptHold, and
+// the next growth is twofold; one that does is kept and resets both.
 func TestAdaptiveSlotsUndoFruitlessGrowth(t *testing.T) {
 	f := newAdaptFixture(t, WorkerOptions{})
 	if got := f.window(4, 4, 100, 0); got != 40 {
@@ -131,8 +131,8 @@ func TestAdaptiveSlotsUndoFruitlessGrowth(t *testing.T) {
 				t.Fatalf("while held for %d windows: %d slots, want 40", hold, got)
 			}
 		}
-		if got := f.window(4, 4, 200, 0); got != 160 {
-			t.Fatalf("after a hold of %d windows: %d slots, want 160", hold, got)
+		if got := f.window(4, 4, 200, 0); got != 80 {
+			t.Fatalf("after a hold of %d windows: %d slots, want 80 (twofold after an undone growth)", hold, got)
 		}
 		f.settle()
 	}
@@ -141,19 +141,13 @@ func TestAdaptiveSlotsUndoFruitlessGrowth(t *testing.T) {
 	}
 	held(adaptHold)
 	held(adaptHold)
-	// A kept growth resets the hold.
-	f.w.setSlots(40)
-	f.a.probing = false
-	if got := f.window(4, 4, 200, 0); got != 160 {
-		t.Fatalf("growth from 40: %d slots, want 160", got)
+	// A kept growth resets the hold and the fourfold step.
+	if got := f.window(4, 4, 400, 0); got != 320 {
+		t.Fatalf("growth that doubled the rate: %d slots, want 320", got)
 	}
 	f.settle()
-	if got := f.window(4, 4, 400, 0); got != 640 {
-		t.Fatalf("growth that doubled the rate: %d slots, want 640", got)
-	}
-	f.settle()
-	if got := f.window(4, 4, 400, 0); got != 160 {
-		t.Fatalf("growth that bought nothing: %d slots, want 160 again", got)
+	if got := f.window(4, 4, 400, 0); got != 80 {
+		t.Fatalf("growth that bought nothing: %d slots, want 80 again", got)
 	}
 	if f.a.hold != adaptHoldFirst {
 		t.Fatalf("hold after a kept growth and one undone: %d windows, want %d", f.a.hold, adaptHoldFirst)
