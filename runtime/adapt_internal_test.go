@@ -53,24 +53,40 @@ func (f *adaptFixture) window(claims, full int, short, slow int64) int {
 	return f.w.slots()
 }
 
+// settle feeds the first claim after a growth, which opens the window the
+// growth is judged over; it fails the test if the slots change.
+func (f *adaptFixture) settle() {
+	f.t.Helper()
+	before := f.w.slots()
+	f.a.claimed(5, 5)
+	f.now = f.now.Add(time.Millisecond)
+	f.a.adjust(f.now)
+	if got := f.w.slots(); got != before || f.a.settling {
+		f.t.Fatalf("settling claim: %d slots (want %d), still settling %v", got, before, f.a.settling)
+	}
+}
+
 // TestAdaptiveSlotsGrowWhileShortAndFull: full claims of short handlers
-// double the slots up to the ceiling while each growth raises the rate;
-// partial claims and idle windows leave them alone.
+// grow the slots fourfold up to the ceiling while each growth raises the
+// rate; partial claims and idle windows leave them alone.
 func TestAdaptiveSlotsGrowWhileShortAndFull(t *testing.T) {
 	if ExecutionBuckets[adaptShortBucket] != 100*time.Millisecond {
 		t.Fatalf("short bucket bound %v, want 100ms", ExecutionBuckets[adaptShortBucket])
 	}
-	f := newAdaptFixture(t, WorkerOptions{MaxConcurrency: 70})
+	f := newAdaptFixture(t, WorkerOptions{MaxConcurrency: 200})
 	if got := f.w.slots(); got != 10 {
 		t.Fatalf("start: %d slots, want 10", got)
 	}
-	for i, want := range []int{20, 40, 70, 70} {
+	for i, want := range []int{40, 160, 200, 200} {
 		if got := f.window(4, 4, 100<<i, 0); got != want {
 			t.Fatalf("after a full window: %d slots, want %d", got, want)
 		}
+		if want < 200 {
+			f.settle()
+		}
 	}
 	f.w.setSlots(20)
-	f.a.probing = false
+	f.a.probing, f.a.settling = false, false
 	if got := f.window(4, 1, 100, 0); got != 20 {
 		t.Fatalf("partial claims: %d slots, want 20", got)
 	}
@@ -92,26 +108,49 @@ func TestAdaptiveSlotsShrinkWhenSlow(t *testing.T) {
 }
 
 // TestAdaptiveSlotsUndoFruitlessGrowth: a growth that does not raise the
-// rate of finished handlers is undone and not tried again for a while;
-// one that does is kept.
+// rate of finished handlers is undone and not tried again for a while,
+// twice as long after each undone growth in a row up to adaptHold, and
+// the next growth is twofold; one that does is kept and resets both.
 func TestAdaptiveSlotsUndoFruitlessGrowth(t *testing.T) {
 	f := newAdaptFixture(t, WorkerOptions{})
-	if got := f.window(4, 4, 100, 0); got != 20 {
-		t.Fatalf("first growth: %d slots, want 20", got)
+	if got := f.window(4, 4, 100, 0); got != 40 {
+		t.Fatalf("first growth: %d slots, want 40", got)
 	}
-	if got := f.window(4, 4, 200, 0); got != 40 {
-		t.Fatalf("growth that doubled the rate: %d slots, want 40", got)
+	f.settle()
+	if got := f.window(4, 4, 200, 0); got != 160 {
+		t.Fatalf("growth that doubled the rate: %d slots, want 160", got)
 	}
-	if got := f.window(4, 4, 200, 0); got != 20 {
-		t.Fatalf("growth that bought nothing: %d slots, want 20 again", got)
-	}
-	for range adaptHold - 1 {
-		if got := f.window(4, 4, 200, 0); got != 20 {
-			t.Fatalf("while held: %d slots, want 20", got)
+	f.settle()
+	held := func(hold int) {
+		t.Helper()
+		if got := f.window(4, 4, 200, 0); got != 40 {
+			t.Fatalf("growth that bought nothing: %d slots, want 40 again", got)
 		}
+		for range hold - 1 {
+			if got := f.window(4, 4, 200, 0); got != 40 {
+				t.Fatalf("while held for %d windows: %d slots, want 40", hold, got)
+			}
+		}
+		if got := f.window(4, 4, 200, 0); got != 80 {
+			t.Fatalf("after a hold of %d windows: %d slots, want 80 (twofold after an undone growth)", hold, got)
+		}
+		f.settle()
 	}
-	if got := f.window(4, 4, 200, 0); got != 40 {
-		t.Fatalf("after the hold: %d slots, want 40", got)
+	for hold := adaptHoldFirst; hold < adaptHold; hold *= 2 {
+		held(hold)
+	}
+	held(adaptHold)
+	held(adaptHold)
+	// A kept growth resets the hold and the fourfold step.
+	if got := f.window(4, 4, 400, 0); got != 320 {
+		t.Fatalf("growth that doubled the rate: %d slots, want 320", got)
+	}
+	f.settle()
+	if got := f.window(4, 4, 400, 0); got != 80 {
+		t.Fatalf("growth that bought nothing: %d slots, want 80 again", got)
+	}
+	if f.a.hold != adaptHoldFirst {
+		t.Fatalf("hold after a kept growth and one undone: %d windows, want %d", f.a.hold, adaptHoldFirst)
 	}
 }
 

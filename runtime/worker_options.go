@@ -24,10 +24,11 @@ type WorkerOptions struct {
 	Queues []string
 	// Concurrency, when positive, fixes how many handlers run at once. 0
 	// means adaptive slots: the worker starts with 10 (or MaxConcurrency,
-	// if lower), doubles them while claims come back full, most handlers
-	// return within 100 ms and each doubling raises the rate of finished
-	// handlers (a doubling that does not is undone), and halves them back
-	// towards the start when most handlers are slow. A handler of an
+	// if lower), grows them fourfold while claims come back full, most
+	// handlers return within 100 ms and each growth raises the rate of
+	// finished handlers (a growth that does not is undone, and the size is
+	// held for a while), and halves them back towards the start when most
+	// handlers are slow. A handler of an
 	// adaptive worker that has run for more than a second stops holding a
 	// slot, up to as many such handlers as there are slots, so that a few
 	// long jobs never keep short ones waiting. Either way the worker claims
