@@ -2,7 +2,9 @@ package e2e_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -224,16 +226,52 @@ func (e *env) jobsOf(queue string) []kid {
 }
 
 // TestFaninMatrixRedisCluster runs the fan-in scenarios on the Redis
-// Cluster, with all keys in one slot and with a slot per queue.
+// Cluster with all keys in one slot, and the 1,000 children in the
+// parent's queue with a slot per queue.
 func TestFaninMatrixRedisCluster(t *testing.T) {
-	for _, f := range []backendFactory{redisClusterFactory, redisClusterSlotsFactory} {
-		t.Run(f.Name, func(t *testing.T) {
-			for _, s := range faninScenarios {
-				t.Run(s.name, func(t *testing.T) {
-					t.Parallel()
-					s.run(newEnv(t, f))
-				})
-			}
+	for _, s := range faninScenarios {
+		t.Run(redisClusterFactory.Name+"/"+s.name, func(t *testing.T) {
+			t.Parallel()
+			s.run(newEnv(t, redisClusterFactory))
 		})
+	}
+	t.Run(redisClusterSlotsFactory.Name+"/"+faninScenarios[0].name, func(t *testing.T) {
+		t.Parallel()
+		faninScenarios[0].run(newEnv(t, redisClusterSlotsFactory))
+	})
+	t.Run(redisClusterSlotsFactory.Name+"/fanin_across_slots", func(t *testing.T) {
+		t.Parallel()
+		faninAcrossSlots(newEnv(t, redisClusterSlotsFactory))
+	})
+}
+
+// faninAcrossSlots awaits children in another queue, so another slot, of
+// the cluster: the store either wakes the parent or refuses the wait with
+// core.ErrUnsupported, which fails the parent at once with that message.
+func faninAcrossSlots(e *env) {
+	requireAwaiter(e)
+	w := e.worker(func(o *boson.WorkerOptions) { o.Queues = []string{core.DefaultQueue, "kids"} })
+	e.must(boson.Register(w, faninChild, func(ctx context.Context, i int) (int, error) { return i, nil }))
+	e.must(boson.Register(w, faninParent, func(ctx context.Context, k int) (int, error) {
+		hs, err := faninChildren(ctx, e, "kids", k)
+		if err != nil {
+			return 0, err
+		}
+		outs, err := boson.AwaitAll(ctx, hs)
+		return len(outs), err
+	}))
+	h, err := boson.Spawn(e.ctx, e.client, faninParent, 3, boson.WithMaxAttempts(5))
+	e.must(err)
+	e.start(w)
+	out, err := h.Wait(e.ctx)
+	var te *boson.TaskError
+	switch {
+	case err == nil && out == 3:
+	case errors.As(err, &te) && strings.Contains(te.Message, "unsupported"):
+		if j := e.job(h.ID()); j.Attempt != 1 {
+			e.Errorf("a refused wait was tried %d times", j.Attempt)
+		}
+	default:
+		e.Fatalf("fan-in across slots: %d %v", out, err)
 	}
 }

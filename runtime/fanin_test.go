@@ -510,3 +510,39 @@ func TestAwaitBadBound(t *testing.T) {
 		t.Errorf("outside a task: %v", err)
 	}
 }
+
+// refusingAwaiter is the mem backend whose store refuses every wait, as a
+// store refuses one it cannot keep (say, across cluster slots).
+type refusingAwaiter struct{ *mem.Backend }
+
+func (refusingAwaiter) AwaitJobs(context.Context, core.AwaitRequest) (core.AwaitResult, error) {
+	return core.AwaitResult{}, fmt.Errorf("%w: not across these queues", core.ErrUnsupported)
+}
+
+// A wait the store refuses fails the job at once, with the store's reason,
+// instead of leaving it to its lease.
+func TestAwaitRefusedByStore(t *testing.T) {
+	e := newEnv(t)
+	ctx := ctxT(t)
+	b := refusingAwaiter{e.b}
+	o := boson.WorkerOptions{Queues: []string{"fan"}, Clock: e.clock, Logger: quiet, PollInterval: 10 * time.Millisecond, RescueInterval: -1, RetentionInterval: -1}
+	w, err := boson.NewWorker(b, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = boson.Register(w, fanParent, func(ctx context.Context, n int) (int, error) {
+		hs, err := spawnChildren(ctx, e.client, "nobody", n)
+		if err != nil {
+			return 0, err
+		}
+		_, err = boson.AwaitAll(ctx, hs)
+		return 0, err
+	})
+	e.start(w)
+	h, _ := boson.Spawn(ctx, e.client, fanParent, 2, boson.WithQueue("fan"), boson.WithMaxAttempts(5))
+	_, err = h.Wait(ctx)
+	j, _ := h.Snapshot(ctx)
+	if !errors.Is(err, boson.ErrTaskFailed) || j.Attempt != 1 || !strings.Contains(j.LastError, "not across these queues") {
+		t.Fatalf("got %v; job %s attempt %d: %s", err, j.State, j.Attempt, j.LastError)
+	}
+}

@@ -297,10 +297,14 @@ func (w *Worker) park(a *attempt, c *counterSet, req core.AwaitRequest, log *slo
 		log.Info("boson: waiting on tasks", "mode", req.Mode, "tasks", len(req.JobIDs), "pending", res.Pending, "woken", res.Woken)
 	case errors.Is(err, core.ErrLeaseLost):
 		w.noteLost(a, c, log)
-	case errors.Is(err, core.ErrNotFound), errors.Is(err, core.ErrInvalidArgument):
+	case errors.Is(err, core.ErrNotFound):
 		// An awaited task was deleted after the handler read it: a new
 		// attempt reads the children again and reports it.
 		w.fail(a, c, fmt.Errorf("boson: fan-in: %w", err), false, false)
+	case errors.Is(err, core.ErrUnsupported), errors.Is(err, core.ErrInvalidArgument):
+		// The store refuses this wait (say, children in queues it cannot
+		// reach in one step): another attempt would be refused again.
+		w.fail(a, c, fmt.Errorf("boson: fan-in: %w", err), true, false)
 	default:
 		log.Error("boson: parking on awaited tasks failed; the lease will expire and the job run again", "error", err)
 	}

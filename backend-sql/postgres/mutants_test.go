@@ -77,3 +77,9 @@ func TestMutants(t *testing.T) {
 	sqltest.PostgresURL(t)
 	mutants.Run(t, mutants.Target{Test: "TestConformance", Args: []string{"-rapid.checks=50", "-rapid.nofailfile"}}, slices.Concat(sqltest.EngineMutants, sqltest.AwaitMutants, pgMutants))
 }
+
+// TestAwaitMutants runs the store's own fan-in tests once per mutant they
+// catch and the suite does not.
+func TestAwaitMutants(t *testing.T) {
+	mutants.Run(t, mutants.Target{Test: "TestAwait"}, sqltest.AwaitOwnMutants)
+}

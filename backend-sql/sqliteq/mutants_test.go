@@ -78,3 +78,9 @@ func TestMutantsCoverProperties(t *testing.T) {
 func TestMutants(t *testing.T) {
 	mutants.Run(t, mutants.Target{Test: "TestConformance", Args: []string{"-rapid.checks=50", "-rapid.nofailfile"}}, slices.Concat(sqltest.EngineMutants, sqltest.AwaitMutants, sqliteMutants))
 }
+
+// TestAwaitMutants runs the store's own fan-in tests once per mutant they
+// catch and the suite does not.
+func TestAwaitMutants(t *testing.T) {
+	mutants.Run(t, mutants.Target{Test: "TestAwait"}, sqltest.AwaitOwnMutants)
+}

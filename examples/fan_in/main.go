@@ -229,7 +229,7 @@ func run(ctx context.Context, stdout io.Writer, args []string) error {
 		return err
 	}
 	fmt.Fprintf(stdout, "report: %s\n", out)
-	fmt.Fprintf(stdout, "report: the parent ran %d times (parked, then woken); at most %d sections ran at once on 2 slots\n", parentRuns.Load(), busiest.Load())
+	fmt.Fprintf(stdout, "report: the parent ran %d times (parked, then woken); the sections ran on the 2 slots, never more than 2 at once: %v\n", parentRuns.Load(), busiest.Load() <= 2)
 	if err := printWait(ctx, stdout, backend, report.ID(), "report"); err != nil {
 		return err
 	}
