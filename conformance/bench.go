@@ -29,6 +29,11 @@ import (
 //     and FlowDrain/noLimit, when the harness declares Flow: the cost of a
 //     claim beside many saturated limit keys, and of an unsaturated per-key
 //     limit on a drain (see the flow benchmarks' file).
+//   - Await/fanIn1000, Await/completeWaited and Await/completeUnwaited,
+//     when the harness declares Await: the time from a wait on 1,000
+//     children to the claim of the woken job, and the cost per child of
+//     Complete with and without a wait on it (see the fan-in benchmarks'
+//     file).
 //
 // Each reports jobs/s beside ns/op; b.N counts jobs, so ns/op is the time
 // per job. Names are stable, so benchstat can compare runs.
@@ -42,6 +47,9 @@ func Bench(b *testing.B, h Harness) {
 	b.Run("BulkCancel/perJob", func(b *testing.B) { benchBulkCancel(b, h, true) })
 	if h.Capabilities.Flow {
 		benchFlow(b, h)
+	}
+	if h.Capabilities.Await {
+		benchAwait(b, h)
 	}
 }
 
