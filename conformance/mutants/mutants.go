@@ -158,7 +158,7 @@ func Run(t *testing.T, tgt Target, ms []Mutant) {
 		}
 		seen[m.Name] = true
 		for _, p := range m.Breaks {
-			if !slices.Contains(Properties, p) {
+			if !slices.Contains(Properties, p) && !slices.Contains(AwaitProperties, p) {
 				t.Fatalf("mutants: %q breaks unknown property %q", m.Name, p)
 			}
 		}
