@@ -193,6 +193,21 @@
 // On a cluster, PUBLISH reaches every node over the cluster bus; sharded
 // pub/sub would not, but needs Redis 7 on every node.
 //
+// # Fan-in
+//
+// Backend implements core.Awaiter. AwaitJobs is one script on the waiting
+// job's queue that ends its run, stores the wait and an edge on every
+// awaited job not yet terminal, and parks the job as sleeping. Every
+// script that ends or deletes a job (Complete, Fail, Cancel, Heartbeat,
+// Claim and Rescue at a deadline or out of attempts, DeleteJob,
+// DeleteQueue, Cleanup) counts it for the waits on its edges and wakes, in
+// the same call, the job whose current wait it satisfies; a job nobody
+// awaits costs one EXISTS per call. On one node and with Options.OneSlot
+// the awaited jobs may be in any queue. On a cluster with a slot per
+// queue no script can reach another slot, so a wait must name jobs of the
+// waiting job's own queue, and one across queues gives an error wrapping
+// core.ErrUnsupported.
+//
 // # Transactional enqueue
 //
 // Redis has no transaction a caller could share with the backend's

@@ -4,7 +4,7 @@ import "github.com/boson-go/boson/conformance/mutants"
 
 // awaitMutants break the fan-in code of the scripts (see the fan-in
 // helpers of luaLib and luaAwait); they join storeMutants, and the fan-in
-// properties join redisProperties.
+// properties (mutants.AwaitProperties) join redisProperties.
 var awaitMutants = []mutants.Mutant{{
 	Name:     "finish-does-not-count",
 	Breaks:   []string{mutants.AwaitCounts},
@@ -32,24 +32,31 @@ var awaitMutants = []mutants.Mutant{{
 	CaughtBy: []string{"Await/AllComplete", "Await/AnyFirst", "Await/OwnQueue"},
 }, {
 	Name:     "satisfied-at-once-parked",
-	Breaks:   []string{mutants.AwaitWakes},
+	Breaks:   []string{mutants.AwaitWakes, mutants.AwaitParks},
 	Edits:    []mutants.Edit{{File: "lua_await.go", Find: `if sat or ra < now then ra = now end`, Replace: `if ra < now then ra = now end`}},
 	CaughtBy: []string{"Await/AlreadyTerminal", "Await/AnyAlreadyTerminal"},
 }, {
 	Name:     "wake-ignores-token",
-	Breaks:   []string{mutants.AwaitCurrentOnly},
+	Breaks:   []string{mutants.AwaitWakes},
 	Edits:    []mutants.Edit{{File: "lua_lib.go", Find: `if wr and wr[RST] == SLEEPING and wr[RLT] == tok then`, Replace: `if wr and wr[RST] == SLEEPING then`}},
 	CaughtBy: []string{"Await/StaleNotWoken"},
 }, {
 	Name:     "stale-wait-cancels-children",
-	Breaks:   []string{mutants.AwaitCurrentOnly},
+	Breaks:   []string{mutants.AwaitCancelChildren},
 	Edits:    []mutants.Edit{{File: "lua_lib.go", Find: `if w[4] ~= '1' or w[1] ~= r[RLT] then return nil end`, Replace: `if w[4] ~= '1' then return nil end`}},
 	CaughtBy: []string{"Await/CancelChildrenStale"},
 }, {
 	Name:     "children-not-cancelled",
-	Breaks:   []string{mutants.AwaitCancelsChildren},
+	Breaks:   []string{mutants.AwaitCancelChildren},
 	Edits:    []mutants.Edit{{File: "lua_lib.go", Find: `local kids = old == SLEEPING and new == CANCELLED and awkids(k, id, r) or nil`, Replace: `local kids = nil`}},
 	CaughtBy: []string{"Await/CancelChildren", "Await/CancelChildrenByDeadline"},
+}, {
+	Name:   "await-unfenced",
+	Breaks: []string{mutants.AwaitParks},
+	Edits: []mutants.Edit{{File: "lua_await.go",
+		Find:    "local r = fence(k, id, ARGV[4])\nif not r then return {'lost'} end",
+		Replace: "local r = get(k, id)\nif not r then return {'lost'} end"}},
+	CaughtBy: []string{"Await/StaleLease"},
 }}
 
 func init() {
