@@ -48,6 +48,12 @@
 //     task or key in claim order and admits the first when a slot frees),
 //     so a claim never scans past them: its cost does not grow with the
 //     number of saturated keys or blocked sequences.
+//   - Fan-in (see await.go): each wait is kept by its job, and each
+//     awaited job that has not ended holds an edge to it, marked by a flag
+//     on the job's record. The first terminal transition or deletion of
+//     an awaited job counts and drops its edges, and wakes the job whose
+//     wait that satisfies, under the same lock; a job nobody awaits pays
+//     one flag test on its way to a terminal state.
 //   - Jobs are found by id in an id-ordered index of every job (binary
 //     search, O(log n)); listings walk it or the per-queue or per-task
 //     one from the cursor found by binary search. Leases are fenced

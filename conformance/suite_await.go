@@ -35,6 +35,9 @@ func testAwait(t *testing.T, h Harness) {
 		"AnyAlreadyTerminal":       awaitAnyAlreadyTerminal,
 		"ParksLikeSleep":           awaitParks,
 		"Until":                    awaitUntil,
+		"UntilPast":                awaitUntilPast,
+		"MaxJobs":                  awaitMaxJobs,
+		"CancelChildrenNested":     awaitCancelChildrenNested,
 		"StaleLease":               awaitStaleLease,
 		"UnknownChild":             awaitUnknownChild,
 		"Validation":               awaitValidation,
@@ -61,6 +64,9 @@ func testAwait(t *testing.T, h Harness) {
 	}
 	if h.Capabilities.Search {
 		cs["AllBulkCancel"] = awaitAllBulkCancel
+	}
+	if h.Capabilities.Notify {
+		cs["WakeNotifies"] = awaitWakeNotifies
 	}
 	cases(t, h, cs)
 }
@@ -615,8 +621,12 @@ func awaitCancelChildren(e *env) {
 	if runs := e.runs(running.ID); runs[len(runs)-1].Status != core.RunCancelled {
 		e.t.Fatalf("the running child's run ended %s, want cancelled", runs[len(runs)-1].Status)
 	}
-	e.requirePending(p.ID, 0, false)
+	// The cancelled children count (whether the wait reports woken
+	// depends on the order of the step's changes: the job is cancelled
+	// either way).
+	requireEq(e.t, e.jobWait(p.ID).Pending, 0, "pending after the children were cancelled")
 	e.claimNone("c", "every child was cancelled")
+	e.claimNone("p", "the waiting job was cancelled")
 }
 
 func awaitCancelChildrenOff(e *env) {
@@ -929,5 +939,65 @@ func awaitRaceBegin(e *env) {
 		e.requirePending(p.ID, 0, true)
 		c := e.requireWoken(p, "round "+itoa(round)+": children completed while the wait began")
 		e.complete(c.Lease, nil)
+	}
+}
+
+// awaitWakeNotifies: the wake signals the waiting job's queue, so that a
+// worker that waits on notifications claims it without polling.
+func awaitWakeNotifies(e *env) {
+	p, kids := e.fanOut(2)
+	e.awaitOn(p, core.AwaitAll, kids, 2, false)
+	e.complete(e.claimChild(kids[0]).Lease, nil)
+	running := e.claimChild(kids[1])
+	sig, _ := e.subscribe("p")
+	drain(sig)
+	e.complete(running.Lease, nil)
+	e.awaitSignal(sig, "the last child woke the waiting job")
+	e.requireWoken(p, "after the signal")
+}
+
+// awaitUntilPast: a bound already past parks the job due now, as a sleep
+// into the past does, without waking the wait.
+func awaitUntilPast(e *env) {
+	p, kids := e.fanOut(1)
+	e.advance(time.Second)
+	res := e.await(core.AwaitRequest{Lease: p.Lease, JobIDs: jobIDs(kids), Mode: core.AwaitAll, Until: e.now().Add(-time.Hour)})
+	requireEq(e.t, res, core.AwaitResult{Pending: 1}, "AwaitJobs result")
+	j := e.requireState(p.ID, core.StateSleeping)
+	requireTime(e.t, j.RunAt, e.now(), "run at of a wait bounded in the past")
+	c := e.claimOne("p")
+	requireEq(e.t, c.ID, p.ID, "job due at once")
+	requireEq(e.t, c.Attempt, 1, "attempt")
+	e.requirePending(p.ID, 1, false)
+}
+
+// awaitMaxJobs: a wait may name core.MaxAwaitJobs jobs, and keeps their
+// order.
+func awaitMaxJobs(e *env) {
+	p, kids := e.fanOut(core.MaxAwaitJobs)
+	ids := jobIDs(kids)
+	slices.Reverse(ids)
+	res := e.await(core.AwaitRequest{Lease: p.Lease, JobIDs: ids, Mode: core.AwaitAny})
+	requireEq(e.t, res, core.AwaitResult{Pending: core.MaxAwaitJobs}, "AwaitJobs result")
+	w := e.jobWait(p.ID)
+	if !slices.Equal(w.JobIDs, ids) || w.Pending != core.MaxAwaitJobs {
+		e.t.Fatalf("wait on %d jobs reports %d ids (in order: %v), pending %d", len(ids), len(w.JobIDs), slices.Equal(w.JobIDs, ids), w.Pending)
+	}
+	e.cancel(kids[len(kids)/2].ID, "")
+	e.requireWoken(p, "after one of the jobs ended")
+}
+
+// awaitCancelChildrenNested: a cancelled child that waits with
+// CancelChildren itself cancels its own children, in the same step.
+func awaitCancelChildrenNested(e *env) {
+	top := e.parent()
+	mid := e.enqueueClaim(req("m", "mid"))
+	leaves := e.enqueueN("c", "child", 2)
+	e.await(core.AwaitRequest{Lease: mid.Lease, JobIDs: jobIDs(leaves), Mode: core.AwaitAll, CancelChildren: true})
+	other := e.enqueueOne(req("c", "child"))
+	e.await(core.AwaitRequest{Lease: top.Lease, JobIDs: []string{mid.ID, other.ID}, Mode: core.AwaitAll, CancelChildren: true})
+	e.cancel(top.ID, "stop")
+	for _, j := range append([]core.Job{mid, other}, leaves...) {
+		e.requireState(j.ID, core.StateCancelled)
 	}
 }

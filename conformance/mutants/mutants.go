@@ -66,6 +66,28 @@ var Properties = []string{
 	FenceWrites, QueueDeclaration,
 }
 
+// The fan-in properties (core.Awaiter). They are not in [Properties]: a
+// store that implements core.Awaiter appends [AwaitProperties] to the list
+// it checks its mutants against.
+const (
+	// AwaitCounts: every terminal transition or deletion of an awaited
+	// job counts it in each wait on it, once (a Retry never undoes it).
+	AwaitCounts = "fan-in counts every end of an awaited job once"
+	// AwaitWakes: the transition that satisfies a current wait makes the
+	// waiting job due in the same step; a stale or unsatisfied wait wakes
+	// nothing.
+	AwaitWakes = "fan-in wakes a current wait once it is satisfied, and only then"
+	// AwaitParks: AwaitJobs parks the job as a durable sleep does (lease
+	// fenced, no attempt consumed), or changes nothing when it is refused.
+	AwaitParks = "fan-in parks the waiting job without its claim"
+	// AwaitCancelChildren: cancelling a job on a current wait with
+	// CancelChildren cancels the awaited jobs not yet terminal.
+	AwaitCancelChildren = "fan-in cancels the children of a cancelled waiting job"
+)
+
+// AwaitProperties lists the fan-in properties.
+var AwaitProperties = []string{AwaitCounts, AwaitWakes, AwaitParks, AwaitCancelChildren}
+
 // ModelCase is the suite's model-based case; a mutant that names it in
 // CaughtBy must be caught by the random model on its own.
 const ModelCase = "Model/StateMachine"
