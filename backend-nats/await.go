@@ -184,15 +184,13 @@ func (s *state) dropWait(id string) {
 }
 
 // cancelChildren cancels, for the wait w of a job being cancelled, every
-// awaited job not yet counted, in request order. Each cancellation counts
-// as usual and cancels in turn the children of a cancelled job that waits
-// with CancelChildren.
+// awaited job that is not terminal (a counted one that was retried
+// included), in request order. Each cancellation counts as usual and
+// cancels in turn the children of a cancelled job that waits with
+// CancelChildren.
 func (s *state) cancelChildren(w *waitRec, c *command, why string) {
 	reason := core.TruncateError(fmt.Sprintf("waiting job %s cancelled: %s", w.wait.JobID, why))
 	for _, id := range w.wait.JobIDs {
-		if _, open := w.open[id]; !open {
-			continue
-		}
 		if ch := s.jobs[id]; ch != nil && ch.job.State.Active() {
 			s.cancelJob(ch, c, reason)
 		}

@@ -715,3 +715,27 @@ func TestAwaitServerTime(t *testing.T) {
 		t.Fatalf("JobWait of a job that never waited = %v", err)
 	}
 }
+
+// CancelChildren cancels an awaited job that was counted and retried too:
+// every awaited job that is not terminal goes with its waiting job.
+func TestAwaitCancelChildrenRetried(t *testing.T) {
+	d := newAwaitDriver(t)
+	parent := d.enqueue(core.EnqueueRequest{Queue: "p", Task: "t"})[0]
+	kids := d.enqueue(core.EnqueueRequest{Queue: "c", Task: "t"}, core.EnqueueRequest{Queue: "c", Task: "t"})
+	p := d.claimOne("p", parent.ID)
+	if _, err := d.await(p.Lease, core.AwaitAll, time.Time{}, true, kids[0].ID, kids[1].ID); err != nil {
+		t.Fatal(err)
+	}
+	d.do(command{Op: opCancel, JobID: kids[0].ID, Reason: "x"})
+	d.do(command{Op: opRetry, JobID: kids[0].ID})
+	d.parked(parent.ID, core.WaitForever, 1, false)
+	d.do(command{Op: opCancel, JobID: parent.ID, Reason: "stop"})
+	for _, k := range kids {
+		if j := d.job(k.ID); j.State != core.StateCancelled || j.LastError != "waiting job "+parent.ID+" cancelled: stop" {
+			t.Fatalf("child %s is %s (%q), want cancelled with its parent", k.ID, j.State, j.LastError)
+		}
+	}
+	if w := d.wait(parent.ID); w.Pending != 0 || w.Woken {
+		t.Fatalf("wait = %+v", w)
+	}
+}

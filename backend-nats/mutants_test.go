@@ -1,6 +1,7 @@
 package natsq_test
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/boson-go/boson/conformance/mutants"
@@ -145,11 +146,11 @@ var storeMutants = []mutants.Mutant{{
 }}
 
 func TestMutantsCoverProperties(t *testing.T) {
-	mutants.RequireCoverage(t, storeMutants, mutants.Properties, 3)
+	mutants.RequireCoverage(t, storeMutants, append(slices.Clone(mutants.Properties), mutants.AwaitProperties...), 3)
 }
 
 // TestMutants runs the suite once per mutant of the replica's code and
 // requires each to be caught by the cases it names.
 func TestMutants(t *testing.T) {
-	mutants.Run(t, mutants.Target{Test: "TestConformanceEmbedded", Args: []string{"-rapid.checks=50", "-rapid.nofailfile"}}, storeMutants)
+	mutants.Run(t, mutants.Target{Test: "TestConformanceEmbedded", Args: []string{"-rapid.checks=50", "-rapid.nofailfile"}}, runnable(storeMutants))
 }
