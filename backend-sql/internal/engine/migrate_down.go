@@ -49,12 +49,18 @@ var downs = map[string]map[int]downStep{
 		5: {sql: func(all []Migration) (string, error) { return redefineFunction(all, 4) }},
 		6: {sql: func([]Migration) (string, error) { return pgFlowDown, nil }},
 		7: {sql: dropDeclared},
+		9: {sql: func([]Migration) (string, error) {
+			return "DROP INDEX {s}jobs_queue_state;\nDROP INDEX {s}jobs_queue_created;\nDROP INDEX {s}runs_failed", nil
+		}},
 	},
 	"sqlite": {
 		1: {reason: "it creates the tables; undoing it drops every job, run, checkpoint and config"},
 		2: {reason: "it moved open runs into the jobs rows and rebuilt the runs table; the old layout cannot be restored without losing the runs finished since"},
 		3: {sql: func([]Migration) (string, error) { return sqliteFlowDown, nil }},
 		4: {sql: dropDeclared},
+		6: {sql: func([]Migration) (string, error) {
+			return "DROP INDEX {s}jobs_queue_finished;\nDROP INDEX {s}jobs_queue_created;\nDROP INDEX {s}runs_failed", nil
+		}},
 	},
 }
 

@@ -28,7 +28,11 @@ import (
 //
 //	BOSON_TEST_POSTGRES_URL=postgres://... go test -run '^$' -bench . -benchtime 1x ./cmd/internal/dashbench
 //
-// BOSON_DASHBOARD_JOBS sets another size.
+// BOSON_DASHBOARD_JOBS sets another size. BOSON_DASHBOARD_KEEP=1 keeps
+// the store in the schema the URL names (?schema=NAME) instead of a fresh
+// one that is dropped afterwards, and seeds it only when its queue is
+// empty, so that repeated runs measure the same data without seeding it
+// again; drop the schema by hand afterwards.
 func BenchmarkDashboardMillionJobs(b *testing.B) {
 	url := os.Getenv("BOSON_TEST_POSTGRES_URL")
 	if url == "" {
@@ -44,7 +48,8 @@ func BenchmarkDashboardMillionJobs(b *testing.B) {
 	}
 	done := total * 9 / 10
 	ctx := context.Background()
-	st, err := store.Open(ctx, url, store.Options{Isolate: true})
+	keep := os.Getenv("BOSON_DASHBOARD_KEEP") == "1"
+	st, err := store.Open(ctx, url, store.Options{Isolate: !keep})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -53,6 +58,14 @@ func BenchmarkDashboardMillionJobs(b *testing.B) {
 		b.Fatal(err)
 	}
 	be := st.Backend
+	counts, err := be.CountJobs(ctx, core.JobFilter{Queue: "big"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if keep && len(counts) > 0 {
+		b.Logf("reusing %s: %v", st.Location, counts)
+		total, done = 0, 0
+	}
 	const batch = 5000
 	req := make([]core.EnqueueRequest, batch)
 	for i := range req {
@@ -78,7 +91,9 @@ func BenchmarkDashboardMillionJobs(b *testing.B) {
 		}
 		n += len(jobs)
 	}
-	b.Logf("seeded %d jobs (%d succeeded) in %v", total, done, time.Since(start).Round(time.Second))
+	if total > 0 {
+		b.Logf("seeded %d jobs (%d succeeded) in %v", total, done, time.Since(start).Round(time.Second))
+	}
 	h, err := admin.New(admin.Options{Backend: be, Auth: admin.NoAuthReadOnly(), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		b.Fatal(err)
