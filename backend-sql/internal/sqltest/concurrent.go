@@ -134,10 +134,11 @@ func RefusedTxEnqueue(t *testing.T, b core.QueueBackend, begin func() (tx any, e
 // BulkBesideCompletions runs bulk cancels, retries and deletes (through
 // core.Bulk, in steps of 100) over a queue's jobs while a worker
 // completes the same jobs in batches of 100 whose ids run high to low,
-// the reverse of a bulk step's order, on two backends of one store: no
-// call fails (a store that locked the rows of the two in different
-// orders would abort one of them as a deadlock), and the bulk's counts
-// and the completions' outcomes add up to the store's counts exactly.
+// the reverse of a bulk step's order, on a and b (two backends of one
+// store, or one backend twice): no call fails (a store that locked the
+// rows of the two in different orders would abort one of them as a
+// deadlock), and the bulk's counts and the completions' outcomes add up
+// to the store's counts exactly.
 func BulkBesideCompletions(t *testing.T, a, b core.QueueBackend) {
 	for _, tc := range []struct {
 		action core.BulkAction
