@@ -3,6 +3,7 @@ package admin
 import (
 	"context"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -10,9 +11,12 @@ import (
 )
 
 // The activity of a queue is computed from the store's own timestamps on
-// every request (job finish times, run start times, job creation times),
-// never from the admin process's memory, so every replica of the admin
-// server draws the same chart.
+// every request (job creation and finish times, run start times), never
+// from the admin process's memory, so every replica of the admin server
+// draws the same chart. Each count reads only the hour's jobs: the
+// depth at an instant is derived from the active jobs now and the jobs
+// created and finished since, rather than counted over every retained
+// job.
 
 const (
 	// activityMinutes is the window of the activity chart.
@@ -28,8 +32,9 @@ type minuteView struct {
 	// within the minute (by finish time).
 	Completed int64 `json:"completed"`
 	Failed    int64 `json:"failed"`
-	// Retried counts the attempts started within the minute that failed
-	// and were queued again: failed runs less the jobs that failed for good.
+	// Retried counts the runs started within the minute that ended failed
+	// or lost (their lease expired) and were followed by another attempt:
+	// their job has a later attempt, or is queued for one.
 	Retried int64 `json:"retried"`
 }
 
@@ -53,8 +58,15 @@ type activityView struct {
 const activityWorkers = 8
 
 // activity reads queue's activity over the hour that ends with the
-// current minute: two counts a minute and two a depth sample, run
-// activityWorkers at a time.
+// current minute: a count of finished jobs a minute, a count of created
+// jobs a depth interval and one of the active jobs, run activityWorkers
+// at a time, and a walk of the hour's failed and lost runs.
+//
+// The depth at t is the active jobs now, plus those finished since t,
+// less those created since t: a retained job created before t and still
+// open at t is either active now or finished since t, and a job created
+// since t is active now or finished since t, so the terms cancel
+// exactly.
 func (h *Handler) activity(ctx context.Context, queue string) (activityView, error) {
 	now := core.ClockOrSystem(h.opts.Clock).Now().UTC()
 	to := now.Truncate(time.Minute).Add(time.Minute)
@@ -64,10 +76,19 @@ func (h *Handler) activity(ctx context.Context, queue string) (activityView, err
 		v.Depth = append(v.Depth, depthView{At: at})
 	}
 	v.Depth = append(v.Depth, depthView{At: now})
-	failedRuns := make([]int64, len(v.Minutes))
-	open := make([]int64, len(v.Depth))
-	active := []core.JobState{core.StateQueued, core.StateSleeping, core.StateRunning}
-	var counts []func(context.Context) error
+	finished := make([]int64, activityMinutes)
+	// created[i] counts the jobs created from Depth[i].At to the next
+	// sample (the last interval is open, so that no job escapes it).
+	created := make([]int64, len(v.Depth)-1)
+	var active int64
+	counts := []func(context.Context) error{func(ctx context.Context) error {
+		c, err := h.st.countSearch(ctx, core.JobSearch{JobFilter: core.JobFilter{Queue: queue,
+			States: []core.JobState{core.StateQueued, core.StateSleeping, core.StateRunning}}})
+		active = sum(c)
+		return err
+	}, func(ctx context.Context) error {
+		return h.retriedRuns(ctx, queue, from, to, v.Minutes)
+	}}
 	for i := range v.Minutes {
 		m := &v.Minutes[i]
 		m.Start = from.Add(time.Duration(i) * time.Minute)
@@ -75,35 +96,82 @@ func (h *Handler) activity(ctx context.Context, queue string) (activityView, err
 		counts = append(counts, func(ctx context.Context) error {
 			c, err := h.st.countSearch(ctx, core.JobSearch{JobFilter: core.JobFilter{Queue: queue}, Finished: minute})
 			m.Completed, m.Failed = c[core.StateSucceeded], c[core.StateFailed]
-			return err
-		}, func(ctx context.Context) error {
-			c, err := h.st.countRuns(ctx, core.RunFilter{Queue: queue, Statuses: []core.RunStatus{core.RunFailed}, Since: minute.From, Before: minute.To})
-			failedRuns[i] = c[core.RunFailed]
+			finished[i] = sum(c)
 			return err
 		})
 	}
-	for i := range v.Depth {
-		d := &v.Depth[i]
+	for i := range created {
+		span := core.TimeRange{From: v.Depth[i].At}
+		if i+1 < len(created) {
+			span.To = v.Depth[i+1].At
+		}
 		counts = append(counts, func(ctx context.Context) error {
-			c, err := h.st.countSearch(ctx, core.JobSearch{JobFilter: core.JobFilter{Queue: queue}, Created: core.TimeRange{To: d.At}, Finished: core.TimeRange{From: d.At}})
-			d.Jobs = sum(c)
-			return err
-		}, func(ctx context.Context) error {
-			c, err := h.st.countSearch(ctx, core.JobSearch{JobFilter: core.JobFilter{Queue: queue, States: active}, Created: core.TimeRange{To: d.At}})
-			open[i] = sum(c)
+			c, err := h.st.countSearch(ctx, core.JobSearch{JobFilter: core.JobFilter{Queue: queue}, Created: span})
+			created[i] = sum(c)
 			return err
 		})
 	}
 	if err := runBounded(ctx, activityWorkers, counts); err != nil {
 		return v, err
 	}
-	for i := range v.Minutes {
-		v.Minutes[i].Retried = max(failedRuns[i]-v.Minutes[i].Failed, 0)
-	}
-	for i := range v.Depth {
-		v.Depth[i].Jobs += open[i]
+	var finishedSince, createdSince int64
+	minute := len(finished)
+	for i := len(v.Depth) - 1; i >= 0; i-- {
+		d := &v.Depth[i]
+		for minute > 0 && !v.Minutes[minute-1].Start.Before(d.At) {
+			minute--
+			finishedSince += finished[minute]
+		}
+		if i < len(created) {
+			createdSince += created[i]
+		}
+		// Jobs that change between the counts (which are not one snapshot)
+		// could make the sum negative for a moment.
+		d.Jobs = max(active+finishedSince-createdSince, 0)
 	}
 	return v, nil
+}
+
+// retriedRuns adds to each of minutes (which start at from, a minute
+// apart) the runs of queue started within it that ended failed or lost
+// and were followed by another attempt: it walks the failed and lost runs
+// started in [from, to) a page at a time and reads their jobs by id. A
+// run whose job was deleted since is not counted.
+func (h *Handler) retriedRuns(ctx context.Context, queue string, from, to time.Time, minutes []minuteView) error {
+	f := core.RunFilter{Queue: queue, Statuses: []core.RunStatus{core.RunFailed, core.RunLost}, Since: from, Before: to, Limit: core.MaxPageSize}
+	for {
+		page, err := h.st.listRuns(ctx, f)
+		if err != nil || len(page.Runs) == 0 {
+			return err
+		}
+		var ids []string
+		for _, r := range page.Runs {
+			if len(ids) == 0 || ids[len(ids)-1] != r.JobID { // runs come by job id
+				ids = append(ids, r.JobID)
+			}
+		}
+		found, _, err := h.st.searchJobs(ctx, core.JobSearch{JobFilter: core.JobFilter{Queue: queue, Limit: core.MaxPageSize}, IDs: slices.Compact(slices.Sorted(slices.Values(ids)))})
+		if err != nil {
+			return err
+		}
+		jobs := make(map[string]core.Job, len(found))
+		for _, j := range found {
+			jobs[j.ID] = j.Job
+		}
+		for _, r := range page.Runs {
+			j, ok := jobs[r.JobID]
+			if !ok || !(j.Attempt > r.Attempt || j.Attempt == r.Attempt && j.State == core.StateQueued) {
+				continue
+			}
+			if i := int(r.StartedAt.Sub(from) / time.Minute); i >= 0 && i < len(minutes) {
+				minutes[i].Retried++
+			}
+		}
+		if page.Next == "" {
+			return nil
+		}
+		f.Cursor = page.Next
+	}
 }
 
 // runBounded runs fs with at most n at once and returns the first error;

@@ -303,6 +303,85 @@ func TestActivityFromTheStore(t *testing.T) {
 	}
 }
 
+// TestActivityRetriedIsExact seeds one minute of failures of every kind
+// and checks the chart's Retried against them and against the store's
+// own run counts: a failed or lost run counts when its job had another
+// attempt or is queued for one (A, C, E, G), not when its job failed for
+// good (B, F) or was cancelled before its next attempt (D).
+func TestActivityRetriedIsExact(t *testing.T) {
+	e := newEnv(t, NoAuth())
+	ctx := context.Background()
+	start := e.clock.Now().Truncate(time.Minute).Add(time.Minute)
+	e.clock.Set(start.Add(10 * time.Second))
+	const q = "rx"
+	one := func(maxAttempts int, ttl time.Duration) core.Job {
+		t.Helper()
+		if _, err := e.be.Enqueue(ctx, []core.EnqueueRequest{{Queue: q, Task: "act_task", MaxAttempts: maxAttempts}}); err != nil {
+			t.Fatal(err)
+		}
+		js, err := e.be.Claim(ctx, core.ClaimRequest{Queue: q, WorkerID: "w", Limit: 1, LeaseTTL: ttl})
+		if err != nil || len(js) != 1 {
+			t.Fatalf("claim: %d jobs, %v", len(js), err)
+		}
+		return js[0]
+	}
+	fail := func(j core.Job, retryAt time.Time, want core.JobState) {
+		t.Helper()
+		if st, err := e.be.Fail(ctx, core.Failure{Lease: j.Lease, Error: "boom", RetryAt: retryAt}); err != nil || st != want {
+			t.Fatalf("fail %s: %s, %v; want %s", j.ID, st, err, want)
+		}
+	}
+	later := e.clock.Now().Add(time.Hour)
+	a := one(3, time.Hour) // fails, runs again and succeeds
+	fail(a, e.clock.Now(), core.StateQueued)
+	js, err := e.be.Claim(ctx, core.ClaimRequest{Queue: q, WorkerID: "w", Limit: 1, LeaseTTL: time.Hour})
+	if err != nil || len(js) != 1 || js[0].ID != a.ID {
+		t.Fatalf("claim of A again: %v, %v", js, err)
+	}
+	if _, err := e.be.Complete(ctx, []core.Completion{{Lease: js[0].Lease}}); err != nil {
+		t.Fatal(err)
+	}
+	fail(one(1, time.Hour), later, core.StateFailed) // B
+	fail(one(3, time.Hour), later, core.StateQueued) // C
+	d := one(3, time.Hour)
+	fail(d, later, core.StateQueued)
+	if _, err := e.be.Cancel(ctx, d.ID, "enough"); err != nil {
+		t.Fatal(err)
+	}
+	one(2, 20*time.Second) // E: its lease expires with an attempt left
+	one(1, 20*time.Second) // F: its lease expires on its last attempt
+	e.clock.Set(start.Add(40 * time.Second))
+	if res, err := e.be.Rescue(ctx, core.RescueRequest{Limit: 10}); err != nil || res.Requeued < 1 || res.Failed != 1 { // the fixture's running job may be requeued too
+		t.Fatalf("rescue: %+v, %v", res, err)
+	}
+	g := one(1, time.Hour) // fails for good, then an operator retries it
+	fail(g, later, core.StateFailed)
+	if _, err := e.be.Retry(ctx, g.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Set(start.Add(90 * time.Second))
+
+	var v activityView
+	e.do("GET", apiPrefix+"/queues/"+q+"/activity", "", nil, &v)
+	m := v.Minutes[activityMinutes-2]
+	if !m.Start.Equal(start) || m.Retried != 4 || m.Failed != 2 || m.Completed != 1 {
+		t.Fatalf("minute %+v, want 1 completed, 2 failed, 4 retried", m)
+	}
+	var total int64
+	for _, m := range v.Minutes {
+		total += m.Retried
+	}
+	// The store's own count: the failed and lost runs, less the three
+	// that ended their job's attempts (B, D, F).
+	runs, err := e.be.CountRuns(ctx, core.RunFilter{Queue: q, Statuses: []core.RunStatus{core.RunFailed, core.RunLost}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := runs[core.RunFailed] + runs[core.RunLost]; total != n-3 || runs[core.RunLost] != 2 {
+		t.Fatalf("chart retried %d in all; the store has runs %v", total, runs)
+	}
+}
+
 func make6(queue string) []core.EnqueueRequest {
 	out := make([]core.EnqueueRequest, 6)
 	for i := range out {

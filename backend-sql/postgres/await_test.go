@@ -13,14 +13,14 @@ func TestAwait(t *testing.T) {
 	sqltest.Await(t, func(t *testing.T) sqltest.AwaitBackend { return newBackend(t, postgres.Options{}) })
 }
 
-// TestMigrateAwaitDown undoes migration 8 with a wait stored, and
-// applies it again.
+// TestMigrateAwaitDown undoes migration 8 (and 9 after it) with a wait
+// stored, and applies them again.
 func TestMigrateAwaitDown(t *testing.T) {
 	ctx := context.Background()
 	b := newBackend(t, postgres.Options{})
 	sqltest.AwaitDown(t, b, func() error {
 		undone, err := b.MigrateDown(ctx, 7)
-		if err == nil && (len(undone) != 1 || undone[0] != 8) {
+		if err == nil && (len(undone) != 2 || undone[0] != 9 || undone[1] != 8) {
 			err = fmt.Errorf("down to 7 undid %v", undone)
 		}
 		return err

@@ -52,3 +52,8 @@ func TestRefusedTxEnqueueKeepsCallerTx(t *testing.T) {
 		t.Fatalf("notes: %d, %v; want the caller's row", n, err)
 	}
 }
+
+func TestBulkBesideCompletions(t *testing.T) {
+	a, b := twoBackends(t)
+	sqltest.BulkBesideCompletions(t, a, b)
+}

@@ -13,14 +13,14 @@ func TestAwait(t *testing.T) {
 	sqltest.Await(t, func(t *testing.T) sqltest.AwaitBackend { return newBackend(t, sqliteq.Options{}) })
 }
 
-// TestMigrateAwaitDown undoes migration 5 with a wait stored, and
-// applies it again.
+// TestMigrateAwaitDown undoes migration 5 (and 6 after it) with a wait
+// stored, and applies them again.
 func TestMigrateAwaitDown(t *testing.T) {
 	ctx := context.Background()
 	b := newBackend(t, sqliteq.Options{})
 	sqltest.AwaitDown(t, b, func() error {
 		undone, err := b.MigrateDown(ctx, 4)
-		if err == nil && (len(undone) != 1 || undone[0] != 5) {
+		if err == nil && (len(undone) != 2 || undone[0] != 6 || undone[1] != 5) {
 			err = fmt.Errorf("down to 4 undid %v", undone)
 		}
 		return err

@@ -46,3 +46,11 @@ func TestRefusedTxEnqueueKeepsCallerTx(t *testing.T) {
 		t.Fatalf("notes: %d, %v; want the caller's row", n, err)
 	}
 }
+
+// TestBulkBesideCompletions runs the bulk steps and the completions on one
+// backend: SQLite has one writer, so the two cannot deadlock, and two
+// processes on one file would wait for each other up to the busy bound.
+func TestBulkBesideCompletions(t *testing.T) {
+	b := newBackend(t, sqliteq.Options{})
+	sqltest.BulkBesideCompletions(t, b, b)
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,12 +14,15 @@ import (
 	"github.com/boson-go/boson/core"
 )
 
+// sqliteVersions lists the versions this build embeds.
+var sqliteVersions = []int{1, 2, 3, 4, 5, 6}
+
 // TestMigrationStatusAndDown reads a new file (every version pending),
 // migrates and fills it, and reads it again (applied, with times, none
-// reversible but versions 3, flow control, 4, queue declarations, and 5,
-// fan-in); a down past version 2 is refused, names each version and why,
-// and changes nothing; a down to 2 undoes 5, 4 and 3, and Migrate
-// applies them again.
+// reversible but versions 3, flow control, 4, queue declarations, 5,
+// fan-in, and 6, activity indexes); a down past version 2 is refused,
+// names each version and why, and changes nothing; a down to 2 undoes
+// 6, 5, 4 and 3, and Migrate applies them again.
 func TestMigrationStatusAndDown(t *testing.T) {
 	ctx := context.Background()
 	b, err := sqliteq.Open(ctx, filepath.Join(t.TempDir(), "m.db"), sqliteq.Options{})
@@ -27,7 +31,7 @@ func TestMigrationStatusAndDown(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = b.Close() })
 	st, err := b.MigrationStatus(ctx)
-	if err != nil || len(st) != 5 || st[0].Applied || st[1].Applied || st[2].Applied || st[3].Applied || st[4].Applied {
+	if err != nil || len(st) != len(sqliteVersions) || slices.ContainsFunc(st, func(s sqliteq.MigrationStatus) bool { return s.Applied }) {
 		t.Fatalf("before Migrate: %+v, %v", st, err)
 	}
 	start := time.Now().Add(-time.Second)
@@ -40,8 +44,8 @@ func TestMigrationStatusAndDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, s := range st {
-		reversible := s.Version >= 3 // flow control, declarations and fan-in: their downs drop what they added
-		if s.Version != i+1 || !s.Applied || !s.Known || s.Reversible != reversible || (s.Irreversible == "") != reversible || s.AppliedAt.Before(start) {
+		reversible := s.Version >= 3 // flow control, declarations, fan-in and indexes: their downs drop what they added
+		if s.Version != sqliteVersions[i] || !s.Applied || !s.Known || s.Reversible != reversible || (s.Irreversible == "") != reversible || s.AppliedAt.Before(start) {
 			t.Fatalf("after Migrate: %+v", s)
 		}
 	}
@@ -55,13 +59,13 @@ func TestMigrationStatusAndDown(t *testing.T) {
 		}
 	}
 	again, err := b.MigrationStatus(ctx)
-	if err != nil || len(again) != 5 || !again[0].Applied || !again[1].Applied || !again[2].Applied || !again[3].Applied || !again[4].Applied {
+	if err != nil || len(again) != len(sqliteVersions) || slices.ContainsFunc(again, func(s sqliteq.MigrationStatus) bool { return !s.Applied }) {
 		t.Fatalf("after refused downs: %+v, %v", again, err)
 	}
-	if undone, err := b.MigrateDown(ctx, 5); err != nil || len(undone) != 0 {
+	if undone, err := b.MigrateDown(ctx, 6); err != nil || len(undone) != 0 {
 		t.Fatalf("down to the current version: %v, %v", undone, err)
 	}
-	if undone, err := b.MigrateDown(ctx, 2); err != nil || len(undone) != 3 || undone[0] != 5 || undone[1] != 4 || undone[2] != 3 {
+	if undone, err := b.MigrateDown(ctx, 2); err != nil || !slices.Equal(undone, []int{6, 5, 4, 3}) {
 		t.Fatalf("down to 2: %v, %v", undone, err)
 	}
 	if undone, err := b.MigrateDown(ctx, 2); err != nil || len(undone) != 0 {
@@ -91,7 +95,7 @@ func TestMigrateFlowWithData(t *testing.T) {
 		t.Fatal(err)
 	}
 	sqltest.EnqueueAll(t, b, sqltest.Jobs("q", 10))
-	if undone, err := b.MigrateDown(ctx, 2); err != nil || len(undone) != 3 || undone[0] != 5 || undone[1] != 4 || undone[2] != 3 {
+	if undone, err := b.MigrateDown(ctx, 2); err != nil || !slices.Equal(undone, []int{6, 5, 4, 3}) {
 		t.Fatalf("down to 2: %v, %v", undone, err)
 	}
 	for i := range 10 {

@@ -181,12 +181,20 @@ func (Postgres) Claim(ctx context.Context, e *Engine, req core.ClaimRequest, now
 // jobs_lease (whose predicate is state = 'running'), which statistics
 // make look small but which holds
 // an entry for every job completed since vacuum last ran, so that a
-// held-back vacuum made every completion walk all of them.
+// held-back vacuum made every completion walk all of them. It locks the
+// job rows in id order (the held CTE, which the update joins, so that
+// the update only writes rows the CTE has locked), the order of a bulk
+// step's locks: a batch in any other order could deadlock with a bulk
+// cancel or delete of the same jobs.
 var pgComplete = `WITH clk AS (SELECT ` + pgNow + ` AS t),
 input AS (SELECT * FROM unnest(?::text[], ?::int8[], ?::bytea[]) AS i(id, token, result)),
+held AS MATERIALIZED (
+	SELECT j.id FROM {s}jobs j JOIN input i ON j.id = i.id
+	WHERE j.state || '' = 'running' AND j.token = i.token
+	ORDER BY j.id FOR UPDATE OF j),
 done AS (
 	UPDATE {s}jobs j SET state = 'succeeded', result = i.result, finished_at = (SELECT t FROM clk)
-	FROM input i WHERE j.id = i.id AND j.state || '' = 'running' AND j.token = i.token
+	FROM held l, input i WHERE j.id = l.id AND i.id = l.id AND j.state || '' = 'running' AND j.token = i.token
 	RETURNING j.id, j.token, j.queue, j.run_id, j.attempt, j.worker_id, j.started_at, j.finished_at,
 		j.task, j.limit_key, j.sequence_key, j.awaited_by),
 moved AS (

@@ -50,6 +50,9 @@ var downs = map[string]map[int]downStep{
 		6: {sql: func([]Migration) (string, error) { return pgFlowDown, nil }},
 		7: {sql: dropDeclared},
 		8: {sql: func([]Migration) (string, error) { return pgAwaitDown, nil }},
+		9: {sql: func([]Migration) (string, error) {
+			return "DROP INDEX {s}jobs_queue_state;\nDROP INDEX {s}jobs_queue_created;\nDROP INDEX {s}runs_failed", nil
+		}},
 	},
 	"sqlite": {
 		1: {reason: "it creates the tables; undoing it drops every job, run, checkpoint and config"},
@@ -57,6 +60,9 @@ var downs = map[string]map[int]downStep{
 		3: {sql: func([]Migration) (string, error) { return sqliteFlowDown, nil }},
 		4: {sql: dropDeclared},
 		5: {sql: func([]Migration) (string, error) { return sqliteAwaitDown, nil }},
+		6: {sql: func([]Migration) (string, error) {
+			return "DROP INDEX {s}jobs_queue_finished;\nDROP INDEX {s}jobs_queue_created;\nDROP INDEX {s}runs_failed", nil
+		}},
 	},
 }
 
