@@ -130,8 +130,6 @@ func runBranches(f core.RunFilter) (fin *where, open *where, none bool) {
 	return fin, open, false
 }
 
-
-
 // validRunFilter checks f as core does, and that its ids can be compared.
 func validRunFilter(f core.RunFilter) error {
 	if err := core.ValidateRunFilter(f); err != nil {
