@@ -1,7 +1,9 @@
 package mem
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/boson-go/boson/core"
@@ -389,31 +391,44 @@ func hasRoom(g *gate, t *taskState, k *keyState, r *jobRec, now time.Time) bool 
 	return true
 }
 
-// reflow applies a changed config of t: every due job of t leaves its
-// claim path (ready index, gate, sequence wait) and takes it again from
+// reflow applies a changed config of t: every job that a gate of t
+// holds back or admitted leaves its claim path and takes it again from
 // the start under the new limits, so that the gates hold exactly the jobs
-// the new limits hold back. It reads every retained job of t, once per
-// config change.
+// the new limits hold back. Jobs in the ready index without a token stay
+// there (a claim checks them against the limits as they are then), and
+// jobs waiting for their sequence stay where they are (limits do not move
+// a sequence). It reads the gates of t and the keys of t, never the
+// retained jobs of t.
 func (s *store) reflow(t *taskState, now time.Time) {
+	gates := slices.Clone(t.gates)
+	for _, k := range t.keys {
+		gates = append(gates, k.gates...)
+	}
+	seen := map[*jobRec]bool{}
 	var due []*jobRec
-	for i := range t.ids.len() {
-		r := t.ids.rec(i)
-		if r.deleted || r.jobBody == nil || r.pos[slotSched] >= 0 {
-			continue
-		}
-		if st := r.job.State; st != core.StateQueued && st != core.StateSleeping {
-			continue
-		}
-		r.q.ready.remove(r)
-		if f := r.fl; f != nil {
-			if g := f.park; g != nil {
-				g.parked.remove(r)
-				f.park = nil
+	for _, g := range gates {
+		for _, h := range [2]*recHeap{&g.parked, &g.tokens} {
+			for i := range h.e {
+				if r := h.e[i].r; !seen[r] {
+					seen[r] = true
+					due = append(due, r)
+				}
 			}
-			f.waiting = false
-			s.dropTokens(r, stageKey, false, now)
 		}
-		due = append(due, r)
+	}
+	// In store order (the ids' order), as the jobs were offered first.
+	slices.SortFunc(due, func(a, b *jobRec) int { return cmp.Compare(a.seq, b.seq) })
+	for _, r := range due {
+		r.q.ready.remove(r)
+		f := r.fl
+		if g := f.park; g != nil {
+			g.parked.remove(r)
+			f.park = nil
+		}
+		s.dropTokens(r, stageKey, false, now)
+	}
+	for _, g := range gates {
+		s.dropGate(g, now)
 	}
 	for _, r := range due {
 		s.offer(r, now)
