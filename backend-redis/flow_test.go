@@ -3,6 +3,8 @@ package redisq
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -202,5 +204,68 @@ return pendItems(A)
 				t.Fatalf("%+v: item at %d is %v", c2, b, v[b:b+11])
 			}
 		}
+	}
+}
+
+// TestFlowStartWindowsExpire: the start window of a rate-limited key is
+// deleted once it ended a minute ago, so that a store that sees new keys
+// all the time does not keep a window for every key it ever saw.
+func TestFlowStartWindowsExpire(t *testing.T) {
+	ctx := context.Background()
+	c := standaloneClient(t)
+	clock := core.NewManualClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	be := newBackend(t, c, Options{Clock: clock})
+	if err := be.PutTaskConfig(ctx, core.TaskConfig{Task: "t", MaxStartsPerSecondPerKey: 5}); err != nil {
+		t.Fatal(err)
+	}
+	windows := func() int {
+		fs, err := c.HKeys(ctx, be.ks.queueKeys("q")[kFlow]).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, f := range fs {
+			if strings.HasPrefix(f, "rk|") {
+				n++
+			}
+		}
+		return n
+	}
+	drain := func(prefix string, n int) {
+		t.Helper()
+		reqs := make([]core.EnqueueRequest, n)
+		for i := range reqs {
+			reqs[i] = core.EnqueueRequest{Queue: "q", Task: "t", LimitKey: fmt.Sprintf("%s%d", prefix, i)}
+		}
+		if _, err := be.Enqueue(ctx, reqs); err != nil {
+			t.Fatal(err)
+		}
+		got := 0
+		for got < n {
+			jobs, err := be.Claim(ctx, core.ClaimRequest{Queue: "q", WorkerID: "w", Limit: 50, LeaseTTL: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(jobs) == 0 {
+				t.Fatalf("claimed %d of %d", got, n)
+			}
+			for _, j := range jobs {
+				if _, err := be.Complete(ctx, []core.Completion{{Lease: j.Lease}}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got += len(jobs)
+		}
+	}
+	drain("old", 200)
+	if n := windows(); n != 200 {
+		t.Fatalf("%d start windows after 200 keys started, want 200", n)
+	}
+	clock.Advance(2 * time.Minute)
+	for round := range 40 {
+		drain(fmt.Sprintf("new%d-", round), 5)
+	}
+	if n := windows(); n > 200 {
+		t.Fatalf("%d start windows left, want the old keys' windows swept (at most the 200 new ones)", n)
 	}
 }

@@ -210,6 +210,25 @@ if next(RWD) then
     w[#w + 1] = sformat('%.0f', sec) .. ':' .. sformat('%.0f', RW[f])
   end
   redis.call('HSET', k.flow, unpack(w))
+  -- start windows of keys no longer used go: each claim that counts
+  -- starts sweeps a few fields of the hash, from where the last one
+  -- stopped (its cursor in field '~sweep'), and deletes the windows that
+  -- ended a minute ago (as the SQL stores keep them)
+  local sw = redis.call('HSCAN', k.flow, redis.call('HGET', k.flow, '~sweep') or '0', 'COUNT', '16')
+  local del, fv = {}, sw[2]
+  for i = 1, #fv, 2 do
+    local f = fv[i]
+    if string.sub(f, 1, 2) == 'r|' or string.sub(f, 1, 3) == 'rk|' then
+      local ws = tonumber(string.match(fv[i + 1], '^(%d+):'))
+      if ws and ws < sec - 60 then del[#del + 1] = f end
+    end
+  end
+  if #del > 0 then bulk('HDEL', k.flow, del) end
+  if sw[1] == '0' then
+    redis.call('HDEL', k.flow, '~sweep')
+  else
+    redis.call('HSET', k.flow, '~sweep', sw[1])
+  end
 end
 if got > 0 then
   local x = fetch(k, claimed, true)
