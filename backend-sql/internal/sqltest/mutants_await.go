@@ -60,6 +60,11 @@ var AwaitMutants = []mutants.Mutant{{
 	Breaks:   []string{mutants.AwaitCurrentOnly},
 	Edits:    []mutants.Edit{{File: eng("await.go"), Find: "AND j.wait_cc <> 0 AND j.wait_token = j.token AND w.token = j.token`", Replace: "AND j.wait_cc <> 0`"}},
 	CaughtBy: []string{"Await/CancelChildrenStale"},
+}, {
+	Name:     "await-keeps-claim",
+	Breaks:   []string{mutants.AwaitParks},
+	Edits:    []mutants.Edit{{File: eng("await.go"), Find: "UPDATE {s}jobs SET state = 'sleeping', run_at = ?, wait_token = ?", Replace: "UPDATE {s}jobs SET state = 'running', run_at = ?, wait_token = ?"}},
+	CaughtBy: []string{"Await/ParksLikeSleep"},
 }}
 
 // AwaitOwnMutants are caught by the store's own fan-in tests ([Await]),
