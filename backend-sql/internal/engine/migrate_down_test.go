@@ -29,7 +29,10 @@ func TestEveryMigrationDecidesItsDown(t *testing.T) {
 				redefines := strings.HasPrefix(sql, "CREATE OR REPLACE FUNCTION {s}boson_enqueue(")
 				dropsFlow := strings.Contains(sql, "DROP TABLE") && strings.Contains(sql, "flow_counts")
 				alters := strings.HasPrefix(sql, "ALTER TABLE {s}")
-				if err != nil || !(redefines || dropsFlow || alters) {
+				// A step that drops what its migration added: tables it
+				// created (after locking what it alters) or indexes.
+				dropsAdded := strings.Contains(sql, "DROP TABLE {s}") || strings.HasPrefix(sql, "DROP INDEX {s}")
+				if err != nil || !(redefines || dropsFlow || alters || dropsAdded) {
 					t.Fatalf("%s %04d_%s: down SQL %.60q, %v", dir, m.Version, m.Name, sql, err)
 				}
 			}
