@@ -1,0 +1,6 @@
+//go:build !race
+
+package natsq_test
+
+// exactJobs: without the race detector, the full FlowExact size.
+const exactJobs = 0
