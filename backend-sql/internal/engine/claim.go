@@ -87,7 +87,10 @@ func (e *Engine) ClaimSQL(ctx context.Context, q Querier, req core.ClaimRequest,
 func (e *Engine) expireAwaited(ctx context.Context, q Querier, queue string, now int64, expire func() ([]string, error)) error {
 	// The waits are read before the jobs are cancelled, and kept for the
 	// jobs the expiry did cancel (Postgres skips rows others hold).
-	waits, err := e.ccWaits(ctx, q, "j.queue = ? AND j.run_at <= ? AND j.deadline_at IS NOT NULL AND j.deadline_at <= ?",
+	// The state term repeats what ccWaits asks (sleeping) in the words
+	// of the partial index jobs_claim_deadline, so that SQLite reads that
+	// index rather than every job of the queue.
+	waits, err := e.ccWaits(ctx, q, "j.queue = ? AND j.state IN ('queued', 'sleeping') AND j.run_at <= ? AND j.deadline_at IS NOT NULL AND j.deadline_at <= ?",
 		[]any{queue, now, now})
 	if err != nil {
 		return err

@@ -31,9 +31,10 @@ type flowClaim struct {
 }
 
 // claimFlowPickSQL reads due, ungated jobs of a queue in claim order,
-// optionally after a position; its arguments are queue, now (twice)
-// [, priority, run_at, id] and limit.
-func (e *Engine) claimFlowPickSQL(after bool) string {
+// optionally after a position, leaving out the jobs of skip tasks; its
+// arguments are queue, now (twice) [, priority, run_at, id], one per
+// skip task, and limit.
+func (e *Engine) claimFlowPickSQL(after bool, skip int) string {
 	idx := ""
 	if _, ok := e.d.(SQLite); ok {
 		idx = " INDEXED BY jobs_claim"
@@ -42,8 +43,27 @@ func (e *Engine) claimFlowPickSQL(after bool) string {
 	if after {
 		pos = " AND (priority, run_at, id) > (CAST(? AS INTEGER), CAST(? AS BIGINT), CAST(? AS TEXT))"
 	}
+	if skip > 0 {
+		pos += " AND task NOT IN (" + strings.TrimSuffix(strings.Repeat("CAST(? AS TEXT), ", skip), ", ") + ")"
+	}
 	return "SELECT " + JobCols("") + " FROM {s}jobs" + idx + ` WHERE queue = ? AND state IN ('queued', 'sleeping') AND seq_gate = 0 AND key_gate = 0
 		AND run_at <= ? AND (deadline_at IS NULL OR deadline_at > ?)` + pos + " ORDER BY priority, run_at, id LIMIT ?" + e.d.SkipLocked()
+}
+
+// maxClaimSkip bounds how many held tasks one claim leaves out in the
+// store; the walk still checks the jobs of any others itself.
+const maxClaimSkip = 64
+
+// pickArgs are the arguments of claimFlowPickSQL.
+func pickArgs(queue string, now int64, last *claimPos, skip []string, page int) []any {
+	args := []any{queue, now, now}
+	if last != nil {
+		args = append(args, last.prio, last.runAt, last.id)
+	}
+	for _, t := range skip {
+		args = append(args, t)
+	}
+	return append(args, page)
 }
 
 // ClaimFlow is the claim when flow control is on, inside the write
@@ -113,15 +133,22 @@ func (e *Engine) claimFlowIn(ctx context.Context, q Querier, req core.ClaimReque
 	if after != nil && !after.head {
 		last = &after.pos
 	}
-	for {
-		var picked []core.Job
-		var err error
-		if last == nil {
-			picked, err = collectJobs(q.Query(ctx, e.render(e.claimFlowPickSQL(false)), req.Queue, now, now, page))
-		} else {
-			picked, err = collectJobs(q.Query(ctx, e.render(e.claimFlowPickSQL(true)), req.Queue, now, now,
-				last.prio, last.runAt, last.id, page))
+	// skip holds the tasks that a walked job found at their running limit
+	// or out of starts in this second. Counts only grow while the claim
+	// walks, so the rest of the walk can pass over their jobs in the
+	// store: without this, one saturated task with a long backlog made
+	// each claim read its whole backlog, page by page.
+	var skip []string
+	skipped := map[string]bool{}
+	hold := func(task string) {
+		clean = false
+		if !skipped[task] && len(skip) < maxClaimSkip {
+			skipped[task] = true
+			skip = append(skip, task)
 		}
+	}
+	for {
+		picked, err := collectJobs(q.Query(ctx, e.render(e.claimFlowPickSQL(last != nil, len(skip))), pickArgs(req.Queue, now, last, skip, page)...))
 		if err != nil {
 			return nil, false, err
 		}
@@ -138,7 +165,7 @@ func (e *Engine) claimFlowIn(ctx context.Context, q Querier, req core.ClaimReque
 			c := fc.cfgs[j.Task]
 			tk, kk := countKey{"t", j.Task, ""}, countKey{"k", j.Task, j.LimitKey}
 			if c.maxRunning > 0 && fc.counts[tk] >= c.maxRunning {
-				clean = false
+				hold(j.Task)
 				continue
 			}
 			if j.LimitKey != "" && c.perKey > 0 && fc.counts[kk] >= c.perKey {
@@ -146,7 +173,7 @@ func (e *Engine) claimFlowIn(ctx context.Context, q Querier, req core.ClaimReque
 				continue
 			}
 			if c.rate > 0 && fc.starts[tk] >= c.rate {
-				clean = false
+				hold(j.Task)
 				continue
 			}
 			if j.LimitKey != "" && c.rateKey > 0 && fc.starts[kk] >= c.rateKey {
