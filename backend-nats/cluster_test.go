@@ -113,7 +113,7 @@ func TestCluster(t *testing.T) {
 	}
 	c := startCluster(t)
 	t.Run("Conformance", func(t *testing.T) {
-		runConformance(t, harness("nats-cluster-r3", c.connectNode(t, 0), 3))
+		runConformance(t, variant(harness("nats-cluster-r3", c.connectNode(t, 0), 3)))
 	})
 	t.Run("NodeLoss", func(t *testing.T) { testNodeLoss(t, c) })
 }

@@ -41,7 +41,7 @@ func TestConformanceEmbedded(t *testing.T) {
 // snapshot and purges its log every few commands, in the background.
 func TestConformanceCompacting(t *testing.T) {
 	nc := connect(t, embeddedURL(t))
-	conformance.Run(t, harnessWith("nats-compacting", nc, natsq.Options{CompactEvery: 5, CompactKeep: 1}))
+	conformance.Run(t, variant(harnessWith("nats-compacting", nc, natsq.Options{CompactEvery: 5, CompactKeep: 1})))
 }
 
 // TestConformanceServer runs the suite against the machine's server
@@ -49,7 +49,14 @@ func TestConformanceCompacting(t *testing.T) {
 func TestConformanceServer(t *testing.T) {
 	nc := connect(t, externalURL(t))
 	t.Logf("server version %s", nc.ConnectedServerVersion())
-	conformance.Run(t, harness("nats-server", nc, 1))
+	conformance.Run(t, variant(harness("nats-server", nc, 1)))
+}
+
+// variant is h with the FlowExact size of a harness that varies one part
+// of the store.
+func variant(h conformance.Harness) conformance.Harness {
+	h.FlowExactJobs = variantExactJobs
+	return h
 }
 
 // runConformance runs the suite. It is a seam so that slower servers can

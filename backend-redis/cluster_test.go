@@ -169,7 +169,7 @@ func stopCluster() {
 }
 
 func TestConformanceCluster(t *testing.T) {
-	conformance.Run(t, harness("redis-cluster", Options{OneSlot: true}, func(t testing.TB) redis.UniversalClient { return clusterClient(t) }))
+	conformance.Run(t, variant(harness("redis-cluster", Options{OneSlot: true}, func(t testing.TB) redis.UniversalClient { return clusterClient(t) })))
 }
 
 // TestConformanceClusterSlots runs the suite on the cluster with a slot

@@ -24,6 +24,9 @@ const (
 	// fast) from tripping it while one slow claim is on its way.
 	exactStall = 20_000
 	exactQuiet = 10 * time.Second
+	// exactSamplePause separates the free-running sampler's reads of the
+	// store's counts.
+	exactSamplePause = time.Millisecond
 )
 
 // testFlowExact: with 8 claimers racing over 2,000 jobs, a limit is never
@@ -113,7 +116,12 @@ func (e *env) race(r exactRun, total int) {
 		defer sampler.Done()
 		for !done.Load() {
 			sample()
-			runtime.Gosched()
+			// A pause between samples: reads without one would take
+			// the store's time from the claims and completions they
+			// watch, and on a store with one writer slow the race many
+			// times over. The first claimer samples as well, while it
+			// holds its jobs.
+			time.Sleep(exactSamplePause)
 		}
 	}()
 	for w := range exactClaimers {

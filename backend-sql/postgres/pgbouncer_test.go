@@ -50,6 +50,7 @@ func TestConformanceThroughPgBouncer(t *testing.T) {
 	bouncer := sqltest.PgBouncer(t, direct)
 	h := harness()
 	h.Name = "postgres-pgbouncer"
+	h.FlowExactJobs = variantExactJobs
 	h.New = func(t testing.TB, o conformance.Options) core.QueueBackend {
 		return newPooledBackend(t, bouncer, postgres.Options{Clock: o.Clock, Limits: o.Limits, ListenConnString: direct})
 	}
