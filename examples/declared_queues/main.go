@@ -16,11 +16,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/boson-go/boson/backend-sql/sqliteq"
 	"github.com/boson-go/boson/core"
+	"github.com/boson-go/boson/examples/internal/exdb"
 	boson "github.com/boson-go/boson/runtime"
 )
 
@@ -60,16 +60,13 @@ func run(ctx context.Context, stdout io.Writer, args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	if *dbPath == "" {
-		dir, err := os.MkdirTemp("", "boson-declared-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		*dbPath = filepath.Join(dir, "queue.db")
+	dbFile, removeDB, err := exdb.SQLiteFile(*dbPath, "boson-declared-")
+	if err != nil {
+		return err
 	}
+	defer removeDB()
 	quiet := slog.New(slog.DiscardHandler)
-	backend, err := sqliteq.Open(ctx, *dbPath, sqliteq.Options{Logger: quiet})
+	backend, err := sqliteq.Open(ctx, dbFile, sqliteq.Options{Logger: quiet})
 	if err != nil {
 		return err
 	}

@@ -19,13 +19,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/boson-go/boson/backend-sql/sqliteq"
 	"github.com/boson-go/boson/core"
+	"github.com/boson-go/boson/examples/internal/exdb"
 	boson "github.com/boson-go/boson/runtime"
 )
 
@@ -56,17 +56,14 @@ func run(ctx context.Context, stdout io.Writer, args []string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	quiet := slog.New(slog.DiscardHandler)
-	if *dbPath == "" {
-		dir, err := os.MkdirTemp("", "boson-delay-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		*dbPath = filepath.Join(dir, "queue.db")
+	dbFile, removeDB, err := exdb.SQLiteFile(*dbPath, "boson-delay-")
+	if err != nil {
+		return err
 	}
+	defer removeDB()
 	// SyncNormal: cheaper commits that survive a process crash (not a
 	// power cut), which keeps the demo quick.
-	backend, err := sqliteq.Open(ctx, *dbPath, sqliteq.Options{Logger: quiet, Synchronous: sqliteq.SyncNormal})
+	backend, err := sqliteq.Open(ctx, dbFile, sqliteq.Options{Logger: quiet, Synchronous: sqliteq.SyncNormal})
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,6 +35,7 @@ import (
 
 	"github.com/boson-go/boson/backend-sql/sqliteq"
 	"github.com/boson-go/boson/core"
+	"github.com/boson-go/boson/examples/internal/exdb"
 	boson "github.com/boson-go/boson/runtime"
 )
 
@@ -68,16 +68,13 @@ func run(ctx context.Context, stdout io.Writer, args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 40*time.Second)
 	defer cancel()
-	if *dbPath == "" {
-		dir, err := os.MkdirTemp("", "boson-fanin-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		*dbPath = filepath.Join(dir, "queue.db")
+	dbFile, removeDB, err := exdb.SQLiteFile(*dbPath, "boson-fanin-")
+	if err != nil {
+		return err
 	}
+	defer removeDB()
 	quiet := slog.New(slog.DiscardHandler)
-	backend, err := sqliteq.Open(ctx, *dbPath, sqliteq.Options{Logger: quiet})
+	backend, err := sqliteq.Open(ctx, dbFile, sqliteq.Options{Logger: quiet})
 	if err != nil {
 		return err
 	}

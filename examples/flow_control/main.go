@@ -20,13 +20,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/boson-go/boson/backend-sql/sqliteq"
 	"github.com/boson-go/boson/core"
+	"github.com/boson-go/boson/examples/internal/exdb"
 	boson "github.com/boson-go/boson/runtime"
 )
 
@@ -92,16 +92,13 @@ func run(ctx context.Context, stdout io.Writer, args []string) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 40*time.Second)
 	defer cancel()
-	if *dbPath == "" {
-		dir, err := os.MkdirTemp("", "boson-flow-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		*dbPath = filepath.Join(dir, "queue.db")
+	dbFile, removeDB, err := exdb.SQLiteFile(*dbPath, "boson-flow-")
+	if err != nil {
+		return err
 	}
+	defer removeDB()
 	quiet := slog.New(slog.DiscardHandler)
-	backend, err := sqliteq.Open(ctx, *dbPath, sqliteq.Options{Logger: quiet})
+	backend, err := sqliteq.Open(ctx, dbFile, sqliteq.Options{Logger: quiet})
 	if err != nil {
 		return err
 	}

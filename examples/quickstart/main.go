@@ -21,12 +21,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync/atomic"
 	"time"
 
 	"github.com/boson-go/boson/backend-sql/sqliteq"
 	"github.com/boson-go/boson/core"
+	"github.com/boson-go/boson/examples/internal/exdb"
 	boson "github.com/boson-go/boson/runtime"
 )
 
@@ -63,21 +63,18 @@ func run(stdout io.Writer, args []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Second)
 	defer cancel()
 
-	if *dbPath == "" {
-		dir, err := os.MkdirTemp("", "boson-quickstart-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		*dbPath = filepath.Join(dir, "queue.db")
+	dbFile, removeDB, err := exdb.SQLiteFile(*dbPath, "boson-quickstart-")
+	if err != nil {
+		return err
 	}
+	defer removeDB()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	if *verbose {
 		logger = slog.Default()
 	}
 
 	// 1. Open the embedded backend and create its tables.
-	backend, err := sqliteq.Open(ctx, *dbPath, sqliteq.Options{Logger: logger})
+	backend, err := sqliteq.Open(ctx, dbFile, sqliteq.Options{Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -140,7 +137,7 @@ func run(stdout io.Writer, args []string) error {
 		}
 		handles[i] = h
 	}
-	fmt.Fprintf(stdout, "spawned %d count-words tasks into %s\n", len(handles), *dbPath)
+	fmt.Fprintf(stdout, "spawned %d count-words tasks into %s\n", len(handles), dbFile)
 
 	// 4. Wait for each result; the handle wakes on the backend's notifications.
 	for i, h := range handles {

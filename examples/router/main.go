@@ -20,12 +20,12 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"time"
 
 	mem "github.com/boson-go/boson/backend-mem"
 	"github.com/boson-go/boson/backend-sql/sqliteq"
 	"github.com/boson-go/boson/core"
+	"github.com/boson-go/boson/examples/internal/exdb"
 	boson "github.com/boson-go/boson/runtime"
 )
 
@@ -51,18 +51,15 @@ func run(ctx context.Context, stdout io.Writer, args []string) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	quiet := slog.New(slog.DiscardHandler)
-	if *dbPath == "" {
-		dir, err := os.MkdirTemp("", "boson-router-")
-		if err != nil {
-			return err
-		}
-		defer os.RemoveAll(dir)
-		*dbPath = filepath.Join(dir, "queue.db")
+	dbFile, removeDB, err := exdb.SQLiteFile(*dbPath, "boson-router-")
+	if err != nil {
+		return err
 	}
+	defer removeDB()
 
 	fast := mem.New(mem.Options{Logger: quiet})
 	defer fast.Close()
-	durable, err := sqliteq.Open(ctx, *dbPath, sqliteq.Options{Logger: quiet})
+	durable, err := sqliteq.Open(ctx, dbFile, sqliteq.Options{Logger: quiet})
 	if err != nil {
 		return err
 	}
