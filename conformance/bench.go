@@ -53,69 +53,76 @@ func Bench(b *testing.B, h Harness) {
 	}
 }
 
-func benchBackend(b *testing.B, h Harness) core.QueueBackend {
+// benchTimed is the frame every benchmark shares. It opens a fresh backend
+// of h on the system clock and runs prepare on it untimed (prepare may be
+// nil); then it times run alone and reports, per second of that time, the
+// count run returns under unit ("jobs" for jobs/s).
+func benchTimed(b *testing.B, h Harness, unit string, prepare func(ctx context.Context, be core.QueueBackend), run func(ctx context.Context, be core.QueueBackend) int) {
 	b.Helper()
-	return h.New(b, Options{Clock: core.SystemClock{}})
+	be := h.New(b, Options{Clock: core.SystemClock{}})
+	ctx := context.Background()
+	if prepare != nil {
+		prepare(ctx, be)
+	}
+	b.ResetTimer()
+	n := run(ctx, be)
+	b.StopTimer()
+	if s := b.Elapsed().Seconds(); s > 0 {
+		b.ReportMetric(float64(n)/s, unit+"/s")
+	}
+}
+
+// benchReq is the request of the standard benchmarks' jobs; i is unused,
+// so that it serves as the req of [enqueueAll].
+func benchReq(int) core.EnqueueRequest {
+	return core.EnqueueRequest{Queue: "bench", Task: "bench", Payload: []byte(`{"n":1}`)}
 }
 
 func benchReqs(n int) []core.EnqueueRequest {
 	reqs := make([]core.EnqueueRequest, n)
 	for i := range reqs {
-		reqs[i] = core.EnqueueRequest{Queue: "bench", Task: "bench", Payload: []byte(`{"n":1}`)}
+		reqs[i] = benchReq(i)
 	}
 	return reqs
 }
 
-// reportJobs reports jobs per second over the timed part of the benchmark.
-func reportJobs(b *testing.B, jobs int) {
-	if s := b.Elapsed().Seconds(); s > 0 {
-		b.ReportMetric(float64(jobs)/s, "jobs/s")
-	}
-}
-
-// fill enqueues n jobs in batches of up to 500.
-func fill(b *testing.B, be core.QueueBackend, n int) {
+// enqueueAll stores n jobs, req(i) the i-th, in batches of up to 500, and
+// hands the result of each to stored, in order, when stored is not nil.
+// It builds one batch of requests at a time.
+func enqueueAll(b *testing.B, be core.QueueBackend, n int, req func(i int) core.EnqueueRequest, stored func(core.EnqueueResult)) {
 	b.Helper()
 	ctx := context.Background()
-	for n > 0 {
-		size := min(n, 500)
-		if _, err := be.Enqueue(ctx, benchReqs(size)); err != nil {
+	for i := 0; i < n; {
+		batch := make([]core.EnqueueRequest, min(n-i, 500))
+		for k := range batch {
+			batch[k] = req(i + k)
+		}
+		res, err := be.Enqueue(ctx, batch)
+		if err != nil {
 			b.Fatalf("Enqueue: %v", err)
 		}
-		n -= size
+		if stored != nil {
+			for _, r := range res {
+				stored(r)
+			}
+		}
+		i += len(batch)
 	}
 }
 
-func benchEnqueue(b *testing.B, h Harness, batch int) {
-	be := benchBackend(b, h)
+// drainBench claims the jobs of queue "bench" in claims of up to batch and
+// completes each claim in one call, until n are done. It fails b when a
+// claim finds no job before then.
+func drainBench(b *testing.B, be core.QueueBackend, n, batch int) {
+	b.Helper()
 	ctx := context.Background()
-	reqs := benchReqs(batch)
-	b.ResetTimer()
-	jobs := 0
-	for jobs < b.N {
-		n := min(batch, b.N-jobs)
-		if _, err := be.Enqueue(ctx, reqs[:n]); err != nil {
-			b.Fatalf("Enqueue: %v", err)
-		}
-		jobs += n
-	}
-	b.StopTimer()
-	reportJobs(b, jobs)
-}
-
-func benchClaimComplete(b *testing.B, h Harness, batch int) {
-	be := benchBackend(b, h)
-	ctx := context.Background()
-	fill(b, be, b.N)
-	b.ResetTimer()
-	done := 0
-	for done < b.N {
-		jobs, err := be.Claim(ctx, core.ClaimRequest{Queue: "bench", WorkerID: "bench", Limit: min(batch, b.N-done), LeaseTTL: time.Minute})
+	for done := 0; done < n; {
+		jobs, err := be.Claim(ctx, core.ClaimRequest{Queue: "bench", WorkerID: "bench", Limit: min(batch, n-done), LeaseTTL: time.Minute})
 		if err != nil {
 			b.Fatalf("Claim: %v", err)
 		}
 		if len(jobs) == 0 {
-			b.Fatalf("Claim found no job after %d of %d", done, b.N)
+			b.Fatalf("Claim found no job after %d of %d", done, n)
 		}
 		items := make([]core.Completion, len(jobs))
 		for i, j := range jobs {
@@ -132,8 +139,30 @@ func benchClaimComplete(b *testing.B, h Harness, batch int) {
 		}
 		done += len(jobs)
 	}
-	b.StopTimer()
-	reportJobs(b, done)
+}
+
+func benchEnqueue(b *testing.B, h Harness, batch int) {
+	reqs := benchReqs(batch)
+	benchTimed(b, h, "jobs", nil, func(ctx context.Context, be core.QueueBackend) int {
+		jobs := 0
+		for jobs < b.N {
+			n := min(batch, b.N-jobs)
+			if _, err := be.Enqueue(ctx, reqs[:n]); err != nil {
+				b.Fatalf("Enqueue: %v", err)
+			}
+			jobs += n
+		}
+		return jobs
+	})
+}
+
+func benchClaimComplete(b *testing.B, h Harness, batch int) {
+	benchTimed(b, h, "jobs", func(ctx context.Context, be core.QueueBackend) {
+		enqueueAll(b, be, b.N, benchReq, nil)
+	}, func(ctx context.Context, be core.QueueBackend) int {
+		drainBench(b, be, b.N, batch)
+		return b.N
+	})
 }
 
 // End-to-end shape: producers enqueue batches of endToEndBatch, workers
@@ -145,14 +174,19 @@ const (
 )
 
 func benchEndToEnd(b *testing.B, h Harness) {
-	be := benchBackend(b, h)
-	ctx := context.Background()
+	benchTimed(b, h, "jobs", nil, func(ctx context.Context, be core.QueueBackend) int {
+		return endToEnd(ctx, b, be)
+	})
+}
+
+// endToEnd runs the producers and workers of EndToEnd until b.N jobs are
+// completed, and returns how many were.
+func endToEnd(ctx context.Context, b *testing.B, be core.QueueBackend) int {
 	var produced, completed atomic.Int64
 	var failed atomic.Bool
 	total := int64(b.N)
 	errc := make(chan error, endToEndProducers+endToEndWorkers)
 	var wg sync.WaitGroup
-	b.ResetTimer()
 	for p := 0; p < endToEndProducers; p++ {
 		wg.Add(1)
 		go func() {
@@ -203,10 +237,9 @@ func benchEndToEnd(b *testing.B, h Harness) {
 		}()
 	}
 	wg.Wait()
-	b.StopTimer()
 	close(errc)
 	for err := range errc {
 		b.Fatal(err)
 	}
-	reportJobs(b, int(completed.Load()))
+	return int(completed.Load())
 }

@@ -32,17 +32,9 @@ const awaitBenchBatch = 100
 func benchParents(b *testing.B, be core.QueueBackend, n int) []core.Job {
 	b.Helper()
 	ctx := context.Background()
-	reqs := make([]core.EnqueueRequest, n)
-	for i := range reqs {
-		reqs[i] = core.EnqueueRequest{Queue: "bench-parent", Task: "parent"}
-	}
-	for len(reqs) > 0 {
-		k := min(len(reqs), 500)
-		if _, err := be.Enqueue(ctx, reqs[:k]); err != nil {
-			b.Fatalf("Enqueue: %v", err)
-		}
-		reqs = reqs[k:]
-	}
+	enqueueAll(b, be, n, func(int) core.EnqueueRequest {
+		return core.EnqueueRequest{Queue: "bench-parent", Task: "parent"}
+	}, nil)
 	var out []core.Job
 	for len(out) < n {
 		jobs, err := be.Claim(ctx, core.ClaimRequest{Queue: "bench-parent", WorkerID: "bench", Limit: min(n-len(out), 1000), LeaseTTL: time.Hour})
@@ -57,92 +49,57 @@ func benchParents(b *testing.B, be core.QueueBackend, n int) []core.Job {
 // benchChildren enqueues n children in queue "bench" and returns their ids.
 func benchChildren(b *testing.B, be core.QueueBackend, n int) []string {
 	b.Helper()
-	ctx := context.Background()
 	ids := make([]string, 0, n)
-	for n > 0 {
-		k := min(n, 500)
-		res, err := be.Enqueue(ctx, benchReqs(k))
-		if err != nil {
-			b.Fatalf("Enqueue: %v", err)
-		}
-		for _, r := range res {
-			ids = append(ids, r.Job.ID)
-		}
-		n -= k
-	}
+	enqueueAll(b, be, n, benchReq, func(r core.EnqueueResult) { ids = append(ids, r.Job.ID) })
 	return ids
 }
 
-// drainBench claims and completes the jobs of queue "bench" in batches
-// until n are done.
-func drainBench(b *testing.B, be core.QueueBackend, n int) {
+// benchAwaiter returns be as a core.Awaiter, and fails b when it is not one.
+func benchAwaiter(b *testing.B, be core.QueueBackend) core.Awaiter {
 	b.Helper()
-	ctx := context.Background()
-	for done := 0; done < n; {
-		jobs, err := be.Claim(ctx, core.ClaimRequest{Queue: "bench", WorkerID: "bench", Limit: min(awaitBenchBatch, n-done), LeaseTTL: time.Minute})
-		if err != nil || len(jobs) == 0 {
-			b.Fatalf("Claim after %d of %d children: %d jobs, %v", done, n, len(jobs), err)
-		}
-		items := make([]core.Completion, len(jobs))
-		for i, j := range jobs {
-			items[i] = core.Completion{Lease: j.Lease}
-		}
-		errs, err := be.Complete(ctx, items)
-		if err != nil {
-			b.Fatalf("Complete: %v", err)
-		}
-		for _, err := range errs {
-			if err != nil {
-				b.Fatalf("Complete: %v", err)
-			}
-		}
-		done += len(jobs)
-	}
-}
-
-func benchFanIn(b *testing.B, h Harness, children int) {
-	be := benchBackend(b, h)
 	a, ok := be.(core.Awaiter)
 	if !ok {
 		b.Fatalf("the harness declares Await but %T does not implement core.Awaiter", be)
 	}
-	ctx := context.Background()
-	b.ResetTimer()
-	for range b.N {
-		b.StopTimer()
-		p := benchParents(b, be, 1)[0]
-		ids := benchChildren(b, be, children)
-		b.StartTimer()
-		res, err := a.AwaitJobs(ctx, core.AwaitRequest{Lease: p.Lease, JobIDs: ids, Mode: core.AwaitAll})
-		if err != nil || res.Pending != children {
-			b.Fatalf("AwaitJobs: %+v, %v", res, err)
+	return a
+}
+
+func benchFanIn(b *testing.B, h Harness, children int) {
+	var a core.Awaiter
+	benchTimed(b, h, "children", func(ctx context.Context, be core.QueueBackend) {
+		a = benchAwaiter(b, be)
+	}, func(ctx context.Context, be core.QueueBackend) int {
+		for range b.N {
+			b.StopTimer()
+			p := benchParents(b, be, 1)[0]
+			ids := benchChildren(b, be, children)
+			b.StartTimer()
+			res, err := a.AwaitJobs(ctx, core.AwaitRequest{Lease: p.Lease, JobIDs: ids, Mode: core.AwaitAll})
+			if err != nil || res.Pending != children {
+				b.Fatalf("AwaitJobs: %+v, %v", res, err)
+			}
+			drainBench(b, be, children, awaitBenchBatch)
+			jobs, err := be.Claim(ctx, core.ClaimRequest{Queue: "bench-parent", WorkerID: "bench", Limit: 1, LeaseTTL: time.Minute})
+			if err != nil || len(jobs) != 1 || jobs[0].ID != p.ID {
+				b.Fatalf("Claim of the woken job: %d jobs, %v", len(jobs), err)
+			}
+			b.StopTimer()
+			if _, err := be.Complete(ctx, []core.Completion{{Lease: jobs[0].Lease}}); err != nil {
+				b.Fatalf("Complete: %v", err)
+			}
+			b.StartTimer()
 		}
-		drainBench(b, be, children)
-		jobs, err := be.Claim(ctx, core.ClaimRequest{Queue: "bench-parent", WorkerID: "bench", Limit: 1, LeaseTTL: time.Minute})
-		if err != nil || len(jobs) != 1 || jobs[0].ID != p.ID {
-			b.Fatalf("Claim of the woken job: %d jobs, %v", len(jobs), err)
-		}
-		b.StopTimer()
-		if _, err := be.Complete(ctx, []core.Completion{{Lease: jobs[0].Lease}}); err != nil {
-			b.Fatalf("Complete: %v", err)
-		}
-		b.StartTimer()
-	}
-	b.StopTimer()
-	if s := b.Elapsed().Seconds(); s > 0 {
-		b.ReportMetric(float64(b.N*children)/s, "children/s")
-	}
+		return b.N * children
+	})
 }
 
 func benchAwaitComplete(b *testing.B, h Harness, waited bool) {
-	be := benchBackend(b, h)
-	ctx := context.Background()
-	ids := benchChildren(b, be, b.N)
-	if waited {
-		a, ok := be.(core.Awaiter)
-		if !ok {
-			b.Fatalf("the harness declares Await but %T does not implement core.Awaiter", be)
+	benchTimed(b, h, "jobs", func(ctx context.Context, be core.QueueBackend) {
+		ids := benchChildren(b, be, b.N)
+		if !waited {
+			return
 		}
+		a := benchAwaiter(b, be)
 		const group = 1000
 		parents := benchParents(b, be, (len(ids)+group-1)/group)
 		for i, p := range parents {
@@ -151,9 +108,8 @@ func benchAwaitComplete(b *testing.B, h Harness, waited bool) {
 				b.Fatalf("AwaitJobs: %v", err)
 			}
 		}
-	}
-	b.ResetTimer()
-	drainBench(b, be, b.N)
-	b.StopTimer()
-	reportJobs(b, b.N)
+	}, func(ctx context.Context, be core.QueueBackend) int {
+		drainBench(b, be, b.N, awaitBenchBatch)
+		return b.N
+	})
 }

@@ -18,34 +18,34 @@ type perJobBulk struct {
 // 1,000; with perJob set, through the per-job calls even when the backend
 // runs bulk steps itself. A backend without search skips it.
 func benchBulkCancel(b *testing.B, h Harness, perJob bool) {
-	be := benchBackend(b, h)
-	js, ok := be.(core.JobSearcher)
-	if !ok {
-		b.Skip("the backend does not search jobs")
-	}
-	var target core.QueueBackend = be
-	if perJob {
-		target = perJobBulk{be, js}
-	}
-	fill(b, be, b.N)
-	ctx := context.Background()
-	req := core.BulkRequest{Action: core.BulkCancel, Limit: 1000, Search: core.JobSearch{JobFilter: core.JobFilter{Queue: "bench"}}}
-	b.ResetTimer()
-	changed := 0
-	for {
-		res, err := core.Bulk(ctx, target, req)
-		if err != nil {
-			b.Fatalf("Bulk: %v", err)
+	var target core.QueueBackend
+	benchTimed(b, h, "jobs", func(ctx context.Context, be core.QueueBackend) {
+		js, ok := be.(core.JobSearcher)
+		if !ok {
+			b.Skip("the backend does not search jobs")
 		}
-		changed += res.Changed
-		if res.Done {
-			break
+		target = be
+		if perJob {
+			target = perJobBulk{be, js}
 		}
-		req.Cursor = res.Next
-	}
-	b.StopTimer()
-	if changed != b.N {
-		b.Fatalf("bulk cancel changed %d of %d jobs", changed, b.N)
-	}
-	reportJobs(b, changed)
+		enqueueAll(b, be, b.N, benchReq, nil)
+	}, func(ctx context.Context, be core.QueueBackend) int {
+		req := core.BulkRequest{Action: core.BulkCancel, Limit: 1000, Search: core.JobSearch{JobFilter: core.JobFilter{Queue: "bench"}}}
+		changed := 0
+		for {
+			res, err := core.Bulk(ctx, target, req)
+			if err != nil {
+				b.Fatalf("Bulk: %v", err)
+			}
+			changed += res.Changed
+			if res.Done {
+				break
+			}
+			req.Cursor = res.Next
+		}
+		if changed != b.N {
+			b.Fatalf("bulk cancel changed %d of %d jobs", changed, b.N)
+		}
+		return changed
+	})
 }

@@ -35,117 +35,72 @@ func flowBenchReq(key string, priority int) core.EnqueueRequest {
 	return core.EnqueueRequest{Queue: "bench", Task: "bench", Payload: []byte(`{"n":1}`), LimitKey: key, Priority: priority}
 }
 
-// enqueueAll stores reqs in batches of up to 500.
-func enqueueAll(b *testing.B, be core.QueueBackend, reqs []core.EnqueueRequest) {
-	b.Helper()
-	ctx := context.Background()
-	for len(reqs) > 0 {
-		n := min(len(reqs), 500)
-		if _, err := be.Enqueue(ctx, reqs[:n]); err != nil {
-			b.Fatalf("Enqueue: %v", err)
-		}
-		reqs = reqs[n:]
-	}
-}
-
 func benchFlowClaim(b *testing.B, h Harness, saturated int) {
-	be := benchBackend(b, h)
-	ctx := context.Background()
-	if err := be.PutTaskConfig(ctx, core.TaskConfig{Task: "bench", MaxRunningPerKey: 1}); err != nil {
-		b.Fatalf("PutTaskConfig: %v", err)
-	}
-	// Two jobs per saturated key, first in claim order: claiming until
-	// nothing is left runs one of each and holds the other back.
-	reqs := make([]core.EnqueueRequest, 0, 2*saturated)
-	for i := range saturated {
-		key := fmt.Sprintf("sat-%d", i)
-		reqs = append(reqs, flowBenchReq(key, -1), flowBenchReq(key, -1))
-	}
-	enqueueAll(b, be, reqs)
-	running := 0
-	for {
-		jobs, err := be.Claim(ctx, core.ClaimRequest{Queue: "bench", WorkerID: "setup", Limit: 1000, LeaseTTL: time.Hour})
-		if err != nil {
-			b.Fatalf("Claim: %v", err)
+	benchTimed(b, h, "jobs", func(ctx context.Context, be core.QueueBackend) {
+		if err := be.PutTaskConfig(ctx, core.TaskConfig{Task: "bench", MaxRunningPerKey: 1}); err != nil {
+			b.Fatalf("PutTaskConfig: %v", err)
 		}
-		if len(jobs) == 0 {
-			break
+		// Two jobs per saturated key, first in claim order: claiming until
+		// nothing is left runs one of each and holds the other back.
+		enqueueAll(b, be, 2*saturated, func(i int) core.EnqueueRequest {
+			return flowBenchReq(fmt.Sprintf("sat-%d", i/2), -1)
+		}, nil)
+		running := 0
+		for {
+			jobs, err := be.Claim(ctx, core.ClaimRequest{Queue: "bench", WorkerID: "setup", Limit: 1000, LeaseTTL: time.Hour})
+			if err != nil {
+				b.Fatalf("Claim: %v", err)
+			}
+			if len(jobs) == 0 {
+				break
+			}
+			running += len(jobs)
 		}
-		running += len(jobs)
-	}
-	if running != saturated {
-		b.Fatalf("%d jobs running after the setup, want one per saturated key (%d)", running, saturated)
-	}
-	claimable := make([]core.EnqueueRequest, b.N)
-	for i := range claimable {
-		key := ""
-		if i%2 == 1 {
-			key = fmt.Sprintf("free-%d", i)
+		if running != saturated {
+			b.Fatalf("%d jobs running after the setup, want one per saturated key (%d)", running, saturated)
 		}
-		claimable[i] = flowBenchReq(key, 0)
-	}
-	enqueueAll(b, be, claimable)
-	b.ResetTimer()
-	done := 0
-	for done < b.N {
-		jobs, err := be.Claim(ctx, core.ClaimRequest{Queue: "bench", WorkerID: "bench", Limit: 1, LeaseTTL: time.Minute})
-		if err != nil {
-			b.Fatalf("Claim: %v", err)
+		enqueueAll(b, be, b.N, func(i int) core.EnqueueRequest {
+			key := ""
+			if i%2 == 1 {
+				key = fmt.Sprintf("free-%d", i)
+			}
+			return flowBenchReq(key, 0)
+		}, nil)
+	}, func(ctx context.Context, be core.QueueBackend) int {
+		done := 0
+		for done < b.N {
+			jobs, err := be.Claim(ctx, core.ClaimRequest{Queue: "bench", WorkerID: "bench", Limit: 1, LeaseTTL: time.Minute})
+			if err != nil {
+				b.Fatalf("Claim: %v", err)
+			}
+			if len(jobs) != 1 {
+				b.Fatalf("Claim found %d jobs after %d of %d", len(jobs), done, b.N)
+			}
+			if strings.HasPrefix(jobs[0].LimitKey, "sat-") {
+				b.Fatalf("Claim handed out job %s of the saturated key %s", jobs[0].ID, jobs[0].LimitKey)
+			}
+			errs, err := be.Complete(ctx, []core.Completion{{Lease: jobs[0].Lease}})
+			if err != nil || errs[0] != nil {
+				b.Fatalf("Complete: %v %v", err, errs)
+			}
+			done++
 		}
-		if len(jobs) != 1 {
-			b.Fatalf("Claim found %d jobs after %d of %d", len(jobs), done, b.N)
-		}
-		if strings.HasPrefix(jobs[0].LimitKey, "sat-") {
-			b.Fatalf("Claim handed out job %s of the saturated key %s", jobs[0].ID, jobs[0].LimitKey)
-		}
-		errs, err := be.Complete(ctx, []core.Completion{{Lease: jobs[0].Lease}})
-		if err != nil || errs[0] != nil {
-			b.Fatalf("Complete: %v %v", err, errs)
-		}
-		done++
-	}
-	b.StopTimer()
-	reportJobs(b, done)
+		return done
+	})
 }
 
 func benchFlowDrain(b *testing.B, h Harness, limit bool) {
-	be := benchBackend(b, h)
-	ctx := context.Background()
-	if limit {
-		if err := be.PutTaskConfig(ctx, core.TaskConfig{Task: "bench", MaxRunningPerKey: 100}); err != nil {
-			b.Fatalf("PutTaskConfig: %v", err)
-		}
-	}
-	reqs := make([]core.EnqueueRequest, b.N)
-	for i := range reqs {
-		reqs[i] = flowBenchReq(fmt.Sprintf("key-%d", i%100), 0)
-	}
-	enqueueAll(b, be, reqs)
-	b.ResetTimer()
-	done := 0
-	for done < b.N {
-		jobs, err := be.Claim(ctx, core.ClaimRequest{Queue: "bench", WorkerID: "bench", Limit: min(10, b.N-done), LeaseTTL: time.Minute})
-		if err != nil {
-			b.Fatalf("Claim: %v", err)
-		}
-		if len(jobs) == 0 {
-			b.Fatalf("Claim found no job after %d of %d", done, b.N)
-		}
-		items := make([]core.Completion, len(jobs))
-		for i, j := range jobs {
-			items[i] = core.Completion{Lease: j.Lease}
-		}
-		errs, err := be.Complete(ctx, items)
-		if err != nil {
-			b.Fatalf("Complete: %v", err)
-		}
-		for _, err := range errs {
-			if err != nil {
-				b.Fatalf("Complete: %v", err)
+	benchTimed(b, h, "jobs", func(ctx context.Context, be core.QueueBackend) {
+		if limit {
+			if err := be.PutTaskConfig(ctx, core.TaskConfig{Task: "bench", MaxRunningPerKey: 100}); err != nil {
+				b.Fatalf("PutTaskConfig: %v", err)
 			}
 		}
-		done += len(jobs)
-	}
-	b.StopTimer()
-	reportJobs(b, done)
+		enqueueAll(b, be, b.N, func(i int) core.EnqueueRequest {
+			return flowBenchReq(fmt.Sprintf("key-%d", i%100), 0)
+		}, nil)
+	}, func(ctx context.Context, be core.QueueBackend) int {
+		drainBench(b, be, b.N, 10)
+		return b.N
+	})
 }
