@@ -1,10 +1,6 @@
 package natsq_test
 
-import (
-	"slices"
-
-	"github.com/boson-go/boson/conformance/mutants"
-)
+import "github.com/boson-go/boson/conformance/mutants"
 
 // awaitMutants break the replica's fan-in (await.go, and the counts in
 // state.go and apply.go); they join storeMutants.
@@ -51,24 +47,3 @@ var awaitMutants = []mutants.Mutant{{
 }}
 
 func init() { storeMutants = append(storeMutants, awaitMutants...) }
-
-// runnable returns ms for mutants.Run, which accepts only the properties
-// of mutants.Properties: a fan-in property is named there by the nearest
-// one, when a parked job is due. TestMutantsCoverProperties checks the
-// fan-in properties themselves.
-func runnable(ms []mutants.Mutant) []mutants.Mutant {
-	out := make([]mutants.Mutant, len(ms))
-	for i, m := range ms {
-		out[i] = m
-		out[i].Breaks = nil
-		for _, p := range m.Breaks {
-			if slices.Contains(mutants.AwaitProperties, p) && !slices.Contains(mutants.Properties, p) {
-				p = mutants.ClaimDueOnly
-			}
-			if !slices.Contains(out[i].Breaks, p) {
-				out[i].Breaks = append(out[i].Breaks, p)
-			}
-		}
-	}
-	return out
-}

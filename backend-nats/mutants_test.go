@@ -152,5 +152,5 @@ func TestMutantsCoverProperties(t *testing.T) {
 // TestMutants runs the suite once per mutant of the replica's code and
 // requires each to be caught by the cases it names.
 func TestMutants(t *testing.T) {
-	mutants.Run(t, mutants.Target{Test: "TestConformanceEmbedded", Args: []string{"-rapid.checks=50", "-rapid.nofailfile"}}, runnable(storeMutants))
+	mutants.Run(t, mutants.Target{Test: "TestConformanceEmbedded", Args: []string{"-rapid.checks=50", "-rapid.nofailfile"}}, storeMutants)
 }

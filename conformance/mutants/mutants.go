@@ -96,7 +96,8 @@ const ModelCase = "Model/StateMachine"
 type Mutant struct {
 	// Name identifies the mutant; it becomes a subtest name.
 	Name string
-	// Breaks lists the properties (from [Properties]) the mutant violates.
+	// Breaks lists the properties the mutant violates: from [Properties],
+	// or from [AwaitProperties] for a store that implements core.Awaiter.
 	Breaks []string
 	// Edits are the changes, applied in order; a mutant that breaks a rule
 	// enforced in two places (a script and its caller) edits both.

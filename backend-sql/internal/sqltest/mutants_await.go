@@ -12,7 +12,7 @@ var AwaitMutants = []mutants.Mutant{{
 	CaughtBy: []string{"Await/AllComplete", "Await/AnyFirst", "Await/RaceChildren"},
 }, {
 	Name:     "await-wake-ignores-token",
-	Breaks:   []string{mutants.AwaitCurrentOnly},
+	Breaks:   []string{mutants.AwaitWakes},
 	Edits:    []mutants.Edit{{File: eng("await.go"), Find: "w.state = 'sleeping' AND w.token = d.tok\n", Replace: "w.state = 'sleeping'\n"}},
 	CaughtBy: []string{"Await/StaleNotWoken"},
 }, {
@@ -52,12 +52,12 @@ var AwaitMutants = []mutants.Mutant{{
 	CaughtBy: []string{"Await/RetryNoUncount"},
 }, {
 	Name:     "await-children-left",
-	Breaks:   []string{mutants.AwaitCancelsChildren},
+	Breaks:   []string{mutants.AwaitCancelChildren},
 	Edits:    []mutants.Edit{{File: eng("fenced.go"), Find: "if children, err = e.ccChildren(", Replace: "if _, err = e.ccChildren("}},
 	CaughtBy: []string{"Await/CancelChildren", "Await/CancelChildrenByDeadline"},
 }, {
 	Name:     "await-stale-cancels-children",
-	Breaks:   []string{mutants.AwaitCurrentOnly},
+	Breaks:   []string{mutants.AwaitWakes},
 	Edits:    []mutants.Edit{{File: eng("await.go"), Find: "AND j.wait_cc <> 0 AND j.wait_token = j.token AND w.token = j.token`", Replace: "AND j.wait_cc <> 0`"}},
 	CaughtBy: []string{"Await/CancelChildrenStale"},
 }, {
