@@ -112,7 +112,7 @@ func TestScriptCallsAreNotResent(t *testing.T) {
 	}
 
 	proxy := newSlowProxy(t, direct.Options().Addr, 300*time.Millisecond)
-	slow := redis.NewClient(&redis.Options{Addr: proxy.ln.Addr().String(), ReadTimeout: 100 * time.Millisecond, MaxRetries: 3})
+	slow := redis.NewClient(&redis.Options{Addr: proxy.ln.Addr().String(), DB: direct.Options().DB, ReadTimeout: 100 * time.Millisecond, MaxRetries: 3})
 	t.Cleanup(func() { slow.Close() })
 	b, err := New(slow, Options{Prefix: setup.opts.Prefix, Clock: clock})
 	if err != nil {
