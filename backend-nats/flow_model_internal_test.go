@@ -441,7 +441,7 @@ func lineDiff(got, want string) string {
 // that rebuild the same state, and rebuilt replicas that go on deciding as
 // the one that replayed everything.
 func TestFlowModel(t *testing.T) {
-	for seed := range uint64(12) {
+	for seed := range uint64(modelSeeds) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			m := &flowModel{t: t, rnd: rand.New(rand.NewPCG(seed, 7)), now: time.Date(2031, 1, 1, 0, 0, 0, 0, time.UTC),
 				replicas: []*state{newState()}, taskStarts: map[string]int{}, keyStarts: map[taskKey]int{}}
