@@ -116,11 +116,10 @@ func (e *env) race(r exactRun, total int) {
 		defer sampler.Done()
 		for !done.Load() {
 			sample()
-			// A pause between samples: reads without one would take
+			// A pause between samples, so that the reads take less of
 			// the store's time from the claims and completions they
-			// watch, and on a store with one writer slow the race many
-			// times over. The first claimer samples as well, while it
-			// holds its jobs.
+			// watch. The first claimer samples as well, while it holds
+			// its jobs.
 			time.Sleep(exactSamplePause)
 		}
 	}()

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -139,11 +140,9 @@ func (e *Engine) claimFlowIn(ctx context.Context, q Querier, req core.ClaimReque
 	// store: without this, one saturated task with a long backlog made
 	// each claim read its whole backlog, page by page.
 	var skip []string
-	skipped := map[string]bool{}
 	hold := func(task string) {
 		clean = false
-		if !skipped[task] && len(skip) < maxClaimSkip {
-			skipped[task] = true
+		if len(skip) < maxClaimSkip && !slices.Contains(skip, task) {
 			skip = append(skip, task)
 		}
 	}
