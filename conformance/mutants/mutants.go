@@ -4,11 +4,14 @@
 // Go) and the suite, built with the change through go's -overlay flag and run
 // in a subprocess, must fail in the cases the mutant names.
 //
-// Nothing in the backend is compiled differently for the test: the overlay
-// swaps the file's text at build time, so the mutant runs exactly the code
-// that ships, less one rule. A mutant whose Find text no longer occurs
+// Nothing in the backend's source differs for the test but the mutant: the
+// overlay swaps the file's text at build time, so the mutant runs exactly
+// the code that ships, less one rule (compiled without inlining, which
+// changes its speed, not what it does). A mutant whose Find text no longer occurs
 // exactly once fails as stale, so that a change to the store cannot retire a
-// mutant silently.
+// mutant silently. The overlay also leaves out the package's test files that
+// the target test cannot reach, which a mutant's build would otherwise
+// compile for nothing.
 //
 // A backend's test lists its mutants and calls [Run]:
 //
@@ -164,6 +167,18 @@ func Run(t *testing.T, tgt Target, ms []Mutant) {
 			}
 		}
 	}
+	var keep []string
+	for _, m := range ms {
+		for _, e := range m.Edits {
+			if strings.HasSuffix(e.File, "_test.go") {
+				keep = append(keep, e.File)
+			}
+		}
+	}
+	hidden, err := unreachedTests(".", tgt.Test, keep)
+	if err != nil {
+		t.Fatal(err)
+	}
 	full := os.Getenv(FullEnv) != ""
 	for _, m := range ms {
 		if !full && len(m.CaughtBy) > 1 {
@@ -171,7 +186,7 @@ func Run(t *testing.T, tgt Target, ms []Mutant) {
 		}
 		t.Run(m.Name, func(t *testing.T) {
 			t.Parallel()
-			failed, out, err := runMutant(t, tgt, m)
+			failed, out, err := runMutant(t, tgt, m, hidden)
 			if err == nil {
 				t.Fatalf("the suite passed with mutant %q (breaks %s)", m.Name, strings.Join(m.Breaks, ", "))
 			}
@@ -218,8 +233,9 @@ func coverage(ms []Mutant) (covered map[string]bool, model int) {
 }
 
 // runMutant writes the mutated files, builds the package's tests with them
-// through an overlay, runs the named cases, and returns the failed leaves.
-func runMutant(t *testing.T, tgt Target, m Mutant) (failed []string, out []byte, err error) {
+// through an overlay that also leaves out the hidden test files, runs the
+// named cases, and returns the failed leaves.
+func runMutant(t *testing.T, tgt Target, m Mutant, hidden []string) (failed []string, out []byte, err error) {
 	t.Helper()
 	dir := t.TempDir()
 	texts := map[string][]byte{}
@@ -250,6 +266,9 @@ func runMutant(t *testing.T, tgt Target, m Mutant) (failed []string, out []byte,
 		}
 		replace[src] = mutated
 	}
+	for _, h := range hidden {
+		replace[h] = "" // an empty backing path: the build treats the file as absent
+	}
 	overlay, _ := json.Marshal(map[string]map[string]string{"Replace": replace})
 	overlayFile := filepath.Join(dir, "overlay.json")
 	if werr := os.WriteFile(overlayFile, overlay, 0o644); werr != nil {
@@ -261,7 +280,13 @@ func runMutant(t *testing.T, tgt Target, m Mutant) (failed []string, out []byte,
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+30*time.Second)
 	defer cancel()
+	// The build is the larger part of a mutant's cost, and it is made once:
+	// vet has nothing to say of a deliberate defect, inlining is what costs
+	// the compiler most (-l turns it off in the mutated package only; its
+	// dependencies come from the build cache as they are), and no one
+	// debugs the binary (-w drops its DWARF).
 	args := []string{"test", "-overlay=" + overlayFile, "-count=1", "-timeout=" + timeout.String(),
+		"-vet=off", "-gcflags=-l", "-ldflags=-w",
 		"-run=" + runPattern(tgt.Test, m.CaughtBy), "-v", "."}
 	if len(tgt.Args) > 0 {
 		args = append(args, "-args")

@@ -1,6 +1,8 @@
 package mutants
 
 import (
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"testing"
@@ -47,5 +49,38 @@ func TestRequireCoverageCountsModelAndProperties(t *testing.T) {
 	covered, model := coverage(ms)
 	if !covered[ClaimLimit] || !covered[FenceFail] || covered[FenceSleep] || model != 1 {
 		t.Fatalf("coverage = %v, %d", covered, model)
+	}
+}
+
+func TestUnreachedTestsKeepsWhatTheTargetNeeds(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"a_test.go":    "package p\n\nfunc TestTarget(t *testing.T) { h := harness(); h.run() }\n",
+		"b_test.go":    "package p\n\ntype box struct{ n limit }\n\nfunc harness() *box { return &box{} }\n",
+		"c_test.go":    "package p\n\nfunc (b *box) run() { _ = shared }\n",
+		"d_test.go":    "package p\n\nvar shared, unused = 1, 2\n\ntype limit int\n",
+		"e_test.go":    "package p\n\nfunc TestMain(m *testing.M) { other() }\n",
+		"f_test.go":    "package p\n\nfunc other() {}\n\nfunc TestOther(t *testing.T) {}\n",
+		"g_test.go":    "package p_test\n\nfunc TestExternal(t *testing.T) { p.Exported() }\n",
+		"keep_test.go": "package p\n\nfunc kept() {}\n",
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hidden, err := unreachedTests(dir, "TestTarget", []string{filepath.Join(dir, "keep_test.go")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, h := range hidden {
+		got = append(got, filepath.Base(h))
+	}
+	if want := []string{"e_test.go", "f_test.go", "g_test.go"}; !slices.Equal(got, want) {
+		t.Fatalf("hidden %v, want %v", got, want)
+	}
+	if _, err := unreachedTests(dir, "TestMissing", nil); err == nil {
+		t.Fatal("a target no file declares was accepted")
 	}
 }
