@@ -165,6 +165,56 @@ func TestCancelNoticedBeforeHeartbeat(t *testing.T) {
 	eventually(t, "the handler to stop", func() bool { return w.Metrics().Total.Cancelled == 1 })
 }
 
+// cancelOnClaim is a memory store whose Claim cancels what it hands out
+// before it returns, and waits for the store's signal of that change to
+// reach the worker: the cancellation lands while the job is on its way
+// from the claim to a runner, before the worker tracks its attempt.
+type cancelOnClaim struct{ *mem.Backend }
+
+func (b cancelOnClaim) Claim(ctx context.Context, req core.ClaimRequest) ([]core.Job, error) {
+	jobs, err := b.Backend.Claim(ctx, req)
+	for _, j := range jobs {
+		if _, cerr := b.Cancel(ctx, j.ID, "cancelled on its way to a runner"); cerr != nil {
+			return nil, cerr
+		}
+	}
+	if len(jobs) > 0 {
+		time.Sleep(50 * time.Millisecond) // the signal reaches the worker first
+	}
+	return jobs, err
+}
+
+// A cancellation signalled between the claim and the start of the attempt
+// is noticed all the same, long before the next heartbeat.
+func TestCancelDuringHandOffNoticed(t *testing.T) {
+	b := cancelOnClaim{mem.New(mem.Options{Logger: quiet})}
+	t.Cleanup(func() { _ = b.Close() })
+	ctx := ctxT(t)
+	c, err := boson.NewClient(b, boson.ClientOptions{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := boson.NewWorker(b, boson.WorkerOptions{
+		Logger: quiet, PollInterval: 10 * time.Millisecond, LeaseTTL: 2 * time.Hour, HeartbeatInterval: time.Hour,
+		RescueInterval: -1, RetentionInterval: -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = boson.Register(w, addTask, func(ctx context.Context, in addIn) (addOut, error) {
+		<-ctx.Done()
+		return addOut{}, ctx.Err()
+	})
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.Shutdown(context.Background()) })
+	if _, err := boson.Spawn(ctx, c, addTask, addIn{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the handler to stop", func() bool { return w.Metrics().Total.Cancelled == 1 })
+}
+
 // Many attempts that each outlive several lease periods all keep their
 // leases: the worker renews every running lease, not only the first, and
 // none is rescued away.

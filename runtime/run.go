@@ -141,7 +141,7 @@ func (w *Worker) execute(cj claimedJob) {
 
 	start := time.Now()
 	a.begun = start
-	w.watch.add(a, cj.sent)
+	w.watch.add(a, cj.sent, cj.seq)
 	runCtx := withAttempt(ctx, a)
 	var stopTimeout context.CancelFunc = func() {}
 	if reg.timeout > 0 {

@@ -25,28 +25,50 @@ type watcher struct {
 	mu      sync.Mutex
 	running map[string]map[*attempt]struct{} // by queue
 	pending map[string]bool                  // queues signalled since the last pass
+	// signals counts each queue's signals, so that an attempt added after
+	// a signal that came while its job was on the way from the claim to a
+	// runner is checked all the same (see seq and add).
+	signals map[string]uint64
 	kick    chan struct{}
 	renews  sync.WaitGroup // renewals in flight
 }
 
 func newWatcher(w *Worker) *watcher {
-	return &watcher{w: w, running: map[string]map[*attempt]struct{}{}, pending: map[string]bool{}, kick: make(chan struct{}, 1)}
+	return &watcher{w: w, running: map[string]map[*attempt]struct{}{}, pending: map[string]bool{},
+		signals: map[string]uint64{}, kick: make(chan struct{}, 1)}
+}
+
+// seq returns queue's signal count; a claim reads it before it is sent.
+func (wt *watcher) seq(queue string) uint64 {
+	wt.mu.Lock()
+	defer wt.mu.Unlock()
+	return wt.signals[queue]
 }
 
 // add starts tracking a; its first renewal is due one heartbeat interval
 // after its claim was sent (the store dated the lease no earlier), not
 // after the attempt began: a job that waited for a runner, or a clock
 // that moved meanwhile, must not push the renewal past its due time.
-func (wt *watcher) add(a *attempt, claimSent time.Time) {
+// claimSeq is the queue's signal count read before the claim was sent: a
+// signal since then (a cancellation of the job while it was on its way to
+// a runner, say) found no attempt to check, so add schedules a pass.
+func (wt *watcher) add(a *attempt, claimSent time.Time, claimSeq uint64) {
 	a.renewAt = claimSent.Add(wt.w.opts.HeartbeatInterval)
 	wt.mu.Lock()
-	defer wt.mu.Unlock()
 	m := wt.running[a.job.Queue]
 	if m == nil {
 		m = map[*attempt]struct{}{}
 		wt.running[a.job.Queue] = m
 	}
 	m[a] = struct{}{}
+	missed := wt.signals[a.job.Queue] != claimSeq
+	if missed {
+		wt.pending[a.job.Queue] = true
+	}
+	wt.mu.Unlock()
+	if missed {
+		wt.wake()
+	}
 }
 
 // remove stops tracking a. A renewal already in flight may still finish;
@@ -63,12 +85,18 @@ func (wt *watcher) remove(a *attempt) {
 // signal records that queue changed.
 func (wt *watcher) signal(queue string) {
 	wt.mu.Lock()
+	wt.signals[queue]++
 	if len(wt.running[queue]) == 0 {
 		wt.mu.Unlock()
 		return
 	}
 	wt.pending[queue] = true
 	wt.mu.Unlock()
+	wt.wake()
+}
+
+// wake starts a pass, unless one is already due.
+func (wt *watcher) wake() {
 	select {
 	case wt.kick <- struct{}{}:
 	default:

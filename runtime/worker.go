@@ -68,6 +68,9 @@ type claimedJob struct {
 	// dated the lease no earlier, so the first renewal is due an interval
 	// after it, however long the job took to reach a runner.
 	sent time.Time
+	// seq is the queue's signal count before the claim was sent (see
+	// watcher.add).
+	seq uint64
 }
 
 type queueSource struct {
@@ -383,6 +386,7 @@ const maxClaim = 1000
 // or -1 when the claim failed.
 func (w *Worker) claim(q queueSource, free int) int {
 	c := w.counters[q.name]
+	seq := w.watch.seq(q.name)
 	sent := w.clock.Now()
 	jobs, err := q.b.Claim(w.baseCtx, core.ClaimRequest{
 		Queue:    q.name,
@@ -403,7 +407,7 @@ func (w *Worker) claim(q queueSource, free int) int {
 	w.owned.Add(n)
 	w.runs.Add(len(jobs))
 	for _, j := range jobs {
-		w.handOver(claimedJob{q: q, c: c, job: j, sent: sent})
+		w.handOver(claimedJob{q: q, c: c, job: j, sent: sent, seq: seq})
 	}
 	return len(jobs)
 }
