@@ -13,21 +13,25 @@ import (
 // mixedTask sleeps for its input's milliseconds.
 var mixedTask = boson.NewTask[int, int]("mixed")
 
-// TestMixedDurationsDefaults runs short (1 ms) and long (10 s) handlers
-// under the default worker options, on the process clock with a short
-// lease (5 s, renewed every 1.7 s, rescued every 2.5 s) on
-// the memory backend and SQLite. The long jobs, one in every 300, are as
-// many as the slots a worker starts with: they would fill ten fixed slots
-// long before the short ones were done, and no short job could finish
-// while all of them ran. With the default slots short jobs keep finishing
-// while every long job runs, and every job runs exactly once, on its first
-// attempt, with no lease lost. The check counts jobs, not seconds, so a
-// loaded machine cannot fail it by being slow.
+// TestMixedDurationsDefaults runs short (1 ms) and long handlers under the
+// default worker options, on the process clock with a short lease (5 s,
+// renewed every 1.7 s, rescued every 2.5 s) on the memory backend and
+// SQLite. The long jobs, one in every 300, are as many as the slots a
+// worker starts with: they would fill ten fixed slots long before the
+// short ones were done, and no short job could finish while all of them
+// ran. A long handler runs until every long one has started and 2 s more
+// (at most 45 s, several lease periods either way), so that however slowly
+// a loaded machine reaches the last long job, they all run at once. With
+// the default slots short jobs keep finishing while every long job runs,
+// and every job runs exactly once, on its first attempt, with no lease
+// lost. The check counts jobs, not seconds.
 func TestMixedDurationsDefaults(t *testing.T) {
 	const (
 		jobs      = 3000
 		longEvery = 300
-		long      = 10 * time.Second
+		long      = 10 * time.Second // the input that marks a long job
+		longMax   = 45 * time.Second // the longest a long handler waits for the others
+		longAfter = 2 * time.Second  // how long it runs on once every long one runs
 	)
 	for _, f := range backends {
 		if f.Name != "mem" && f.Name != "sqlite" {
@@ -35,7 +39,7 @@ func TestMixedDurationsDefaults(t *testing.T) {
 		}
 		t.Run(f.Name, func(t *testing.T) {
 			t.Parallel()
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 			defer cancel()
 			b := f.New(t, core.SystemClock{})
 			client, err := boson.NewClient(b, boson.ClientOptions{Logger: quiet})
@@ -53,6 +57,7 @@ func TestMixedDurationsDefaults(t *testing.T) {
 				allLong    bool // every long handler runs at once
 				shortWhile int  // short handlers that ended while every long one ran
 				longRunErr error
+				allLongNow = make(chan struct{}) // closed once every long handler runs
 			)
 			if err := boson.Register(w, mixedTask, func(ctx context.Context, ms int) (int, error) {
 				info, _ := boson.Info(ctx)
@@ -61,11 +66,24 @@ func TestMixedDurationsDefaults(t *testing.T) {
 				runs[info.JobID]++
 				if isLong {
 					longNow++
-					allLong = allLong || longNow == jobs/longEvery
+					if !allLong && longNow == jobs/longEvery {
+						allLong = true
+						close(allLongNow)
+					}
 				}
 				mu.Unlock()
+				d := time.Duration(ms) * time.Millisecond
+				if isLong {
+					select {
+					case <-allLongNow:
+						d = longAfter
+					case <-time.After(longMax):
+						d = 0
+					case <-ctx.Done(): // d stays long: the select below ends the handler
+					}
+				}
 				select {
-				case <-time.After(time.Duration(ms) * time.Millisecond):
+				case <-time.After(d):
 				case <-ctx.Done():
 					mu.Lock()
 					longRunErr = context.Cause(ctx)
