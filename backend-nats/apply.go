@@ -229,6 +229,7 @@ func (s *state) applyClaim(c *command) (outcome, error) {
 	}
 	nowMicros := micros(now)
 	s.rollRate(nowMicros)
+	late := s.lateForRate(nowMicros)
 	s.promote(q, nowMicros)
 	jobs := make([]core.Job, 0, min(c.Limit, 16))
 	for len(jobs) < c.Limit && !s.queueFull(c.Queue) {
@@ -246,6 +247,9 @@ func (s *state) applyClaim(c *command) (outcome, error) {
 		if k.runAt > nowMicros {
 			s.demote(r)
 			continue
+		}
+		if late && s.rateGoverned(&r.job) {
+			break // a claim of a later second starts it, counted there
 		}
 		if g, rate := s.heldBack(q, &r.job); g != nil {
 			s.closeGate(g, rate)

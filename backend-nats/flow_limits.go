@@ -182,11 +182,15 @@ func (s *state) configChanged(task string) {
 }
 
 // rollRate starts the start counters of the second that holds now,
-// reopening the gates closed for a spent rate when the second changed.
+// reopening the gates closed for a spent rate when the second changed. The
+// counters never go back to an earlier second: a claim stamped by a clock
+// behind the one that opened the current second (another claimer's, or
+// its own command overtaken in the log) must not reset them, or the next
+// claim of the current second would count its starts afresh.
 func (s *state) rollRate(nowMicros int64) {
 	f := &s.flow
 	sec := floorDiv(nowMicros, 1e6)
-	if sec == f.rateSec {
+	if sec <= f.rateSec {
 		return
 	}
 	f.rateSec = sec
@@ -236,6 +240,19 @@ func (s *state) heldBack(q *queueReady, j *core.Job) (*gate, bool) {
 		return q.root.kids[j.Task].kids[j.LimitKey], keyRate
 	}
 	return nil, false
+}
+
+// lateForRate reports whether a claim at nowMicros is stamped before the
+// second the start counters are for: its own second's counts are gone, so
+// it may not start a job that a start rate governs (see rollRate).
+func (s *state) lateForRate(nowMicros int64) bool {
+	return floorDiv(nowMicros, 1e6) < s.flow.rateSec
+}
+
+// rateGoverned reports whether a start rate of j's task applies to j.
+func (s *state) rateGoverned(j *core.Job) bool {
+	cfg, ok := s.taskCfg[j.Task]
+	return ok && (cfg.MaxStartsPerSecond > 0 || j.LimitKey != "" && cfg.MaxStartsPerSecondPerKey > 0)
 }
 
 // queueFull reports whether queue runs as many jobs as its MaxRunning.
