@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/boson-go/boson/conformance"
+	"github.com/boson-go/boson/conformance/testenv"
 	"github.com/boson-go/boson/conformance/testenv/testreq"
 	"github.com/redis/go-redis/v9"
 )
@@ -168,13 +169,25 @@ func stopCluster() {
 	}
 }
 
+// TestConformanceCluster runs the suite on the cluster with every key of a
+// prefix in one slot. The cluster harnesses run, under the race detector,
+// in a child built without it: the store's code is the standalone
+// harness's, which runs under the race detector, but for its key names.
 func TestConformanceCluster(t *testing.T) {
-	conformance.Run(t, variant(harness("redis-cluster", Options{OneSlot: true}, func(t testing.TB) redis.UniversalClient { return clusterClient(t) })))
+	t.Parallel()
+	if testenv.WithoutRace(t) {
+		return
+	}
+	conformance.Run(t, harness("redis-cluster", Options{OneSlot: true}, func(t testing.TB) redis.UniversalClient { return clusterClient(t) }))
 }
 
 // TestConformanceClusterSlots runs the suite on the cluster with a slot
 // per queue (the default layout): everything but flow control, whose task
 // limits span queues.
 func TestConformanceClusterSlots(t *testing.T) {
+	t.Parallel()
+	if testenv.WithoutRace(t) {
+		return
+	}
 	conformance.Run(t, harness("redis-cluster-slots", Options{}, func(t testing.TB) redis.UniversalClient { return clusterClient(t) }))
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/boson-go/boson/conformance"
+	"github.com/boson-go/boson/conformance/testenv"
 	"github.com/boson-go/boson/core"
 	"github.com/redis/go-redis/v9"
 )
@@ -49,16 +50,15 @@ func TestConformanceStandalone(t *testing.T) {
 }
 
 // TestConformanceStandaloneEval runs the suite with the scripts sent by
-// EVALSHA, as on a server without Functions.
+// EVALSHA, as on a server without Functions; under the race detector it
+// runs in a child built without it, since the Go code it runs is the
+// standalone harness's but for the call that sends a script.
 func TestConformanceStandaloneEval(t *testing.T) {
-	conformance.Run(t, variant(harness("redis-eval", Options{PollInterval: -1, Scripts: ScriptsEval}, func(t testing.TB) redis.UniversalClient { return standaloneClient(t) })))
-}
-
-// variant is h with the FlowExact size of a harness that varies one part
-// of the store.
-func variant(h conformance.Harness) conformance.Harness {
-	h.FlowExactJobs = variantExactJobs
-	return h
+	t.Parallel()
+	if testenv.WithoutRace(t) {
+		return
+	}
+	conformance.Run(t, harness("redis-eval", Options{PollInterval: -1, Scripts: ScriptsEval}, func(t testing.TB) redis.UniversalClient { return standaloneClient(t) }))
 }
 
 func BenchmarkConformance(b *testing.B) {

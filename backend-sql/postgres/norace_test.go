@@ -4,7 +4,3 @@ package postgres_test
 
 // exactJobs: without the race detector, the full FlowExact size.
 const exactJobs = 0
-
-// variantExactJobs: without the race detector, the full FlowExact size
-// through PgBouncer as well.
-const variantExactJobs = 0

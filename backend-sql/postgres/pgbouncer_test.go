@@ -12,6 +12,7 @@ import (
 	"github.com/boson-go/boson/backend-sql/internal/sqltest"
 	"github.com/boson-go/boson/backend-sql/postgres"
 	"github.com/boson-go/boson/conformance"
+	"github.com/boson-go/boson/conformance/testenv"
 	"github.com/boson-go/boson/core"
 )
 
@@ -44,13 +45,24 @@ func newPooledBackend(t testing.TB, bouncer string, opts postgres.Options) *post
 
 // TestConformanceThroughPgBouncer runs the whole conformance suite on
 // backends whose pools go through PgBouncer in transaction mode; the
-// listener connects straight to the server (ListenConnString).
+// listener connects straight to the server (ListenConnString). Under the
+// race detector it runs in a child built without it: the store's code is
+// TestConformance's, which runs under the race detector; only the
+// connection path differs.
 func TestConformanceThroughPgBouncer(t *testing.T) {
+	t.Parallel()
+	if testenv.WithoutRace(t) {
+		return
+	}
 	direct := sqltest.PostgresURL(t)
 	bouncer := sqltest.PgBouncer(t, direct)
 	h := harness()
 	h.Name = "postgres-pgbouncer"
-	h.FlowExactJobs = variantExactJobs
+	// The races of FlowExact prove the claim's exactness, which the
+	// connection path does not change: TestConformance runs them at full
+	// size, and here a quarter of it shows that they hold through
+	// PgBouncer too.
+	h.FlowExactJobs = 500
 	h.New = func(t testing.TB, o conformance.Options) core.QueueBackend {
 		return newPooledBackend(t, bouncer, postgres.Options{Clock: o.Clock, Limits: o.Limits, ListenConnString: direct})
 	}

@@ -6,8 +6,3 @@ package postgres_test
 // jobs instead of 2,000, as on the other stores: the race detector slows
 // every claim several times. A run without -race takes the full size.
 const exactJobs = 500
-
-// variantExactJobs: under the race detector the harness through
-// PgBouncer runs each FlowExact race over 200 jobs; a run without -race
-// runs the full size on it too.
-const variantExactJobs = 200

@@ -1,0 +1,75 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/boson-go/boson/conformance/mutants"
+)
+
+// WithoutRace runs the calling top-level test again in a child go test of
+// the same package built without the race detector, when this binary has
+// it, and reports whether it did; the caller returns at once when it did,
+// and the test's outcome is the child's. Without the race detector it does
+// nothing and returns false, so the test runs in this process.
+//
+// It is for a store's variant harnesses (the same store code behind another
+// server version, topology, connection path or script mode): they run the
+// whole suite, case for case, at a fraction of the race detector's cost,
+// while the store's main harness runs it under the race detector. The child
+// inherits the environment (service URLs, BOSON_TEST_REQUIRE); its failed
+// cases, its skips and the tail of its output are reported here.
+func WithoutRace(t *testing.T) bool {
+	t.Helper()
+	if !raceEnabled {
+		return false
+	}
+	name := t.Name()
+	if strings.Contains(name, "/") {
+		t.Fatalf("testenv.WithoutRace: %s is a subtest; call it from a top-level test", name)
+	}
+	timeout := 20 * time.Minute
+	if d, ok := t.Deadline(); ok {
+		timeout = time.Until(d) - 30*time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout+15*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-v", "-vet=off", "-timeout="+timeout.Round(time.Second).String(),
+		"-run=^"+regexp.QuoteMeta(name)+"$", ".")
+	cmd.Env = append(os.Environ(), "GOFLAGS=")
+	start := time.Now()
+	out, err := cmd.CombinedOutput()
+	for _, l := range bytes.Split(out, []byte("\n")) {
+		if bytes.Contains(l, []byte("--- SKIP")) {
+			t.Logf("without the race detector: %s", bytes.TrimSpace(l))
+		}
+	}
+	if err != nil {
+		t.Fatalf("%s failed without the race detector (%v); failed cases: %v\n%s", name, err,
+			mutants.FailedLeaves(name, out), lastLines(out, 60))
+	}
+	if !bytes.Contains(out, []byte("--- PASS: "+name+" ")) {
+		if bytes.Contains(out, []byte("--- SKIP: "+name+" ")) {
+			t.Skipf("%s skipped without the race detector:\n%s", name, lastLines(out, 20))
+		}
+		t.Fatalf("%s did not run without the race detector:\n%s", name, lastLines(out, 30))
+	}
+	t.Logf("%s passed %d cases without the race detector in %s", name,
+		bytes.Count(out, []byte("--- PASS: "+name+"/")), time.Since(start).Round(time.Second))
+	return true
+}
+
+// lastLines returns the last n lines of b.
+func lastLines(b []byte, n int) string {
+	ls := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(ls) > n {
+		ls = ls[len(ls)-n:]
+	}
+	return strings.Join(ls, "\n")
+}
