@@ -19,9 +19,10 @@ var mixedTask = boson.NewTask[int, int]("mixed")
 // SQLite. The long jobs, one in every 300, are as many as the slots a
 // worker starts with: they would fill ten fixed slots long before the
 // short ones were done, and no short job could finish while all of them
-// ran. A long handler runs until every long one has started and 2 s more
-// (at most 45 s, several lease periods either way), so that however slowly
-// a loaded machine reaches the last long job, they all run at once. With
+// ran. A long handler runs 10 s, and on until every long one has started
+// and 2 s more (at most 45 s, several lease periods either way), so that
+// however slowly a loaded machine reaches the last long job, they all run
+// at once. With
 // the default slots short jobs keep finishing while every long job runs,
 // and every job runs exactly once, on its first attempt, with no lease
 // lost. The check counts jobs, not seconds.
@@ -29,7 +30,7 @@ func TestMixedDurationsDefaults(t *testing.T) {
 	const (
 		jobs      = 3000
 		longEvery = 300
-		long      = 10 * time.Second // the input that marks a long job
+		long      = 10 * time.Second // the shortest a long handler runs
 		longMax   = 45 * time.Second // the longest a long handler waits for the others
 		longAfter = 2 * time.Second  // how long it runs on once every long one runs
 	)
@@ -74,9 +75,10 @@ func TestMixedDurationsDefaults(t *testing.T) {
 				mu.Unlock()
 				d := time.Duration(ms) * time.Millisecond
 				if isLong {
+					began := time.Now()
 					select {
 					case <-allLongNow:
-						d = longAfter
+						d = max(longAfter, long-time.Since(began))
 					case <-time.After(longMax):
 						d = 0
 					case <-ctx.Done(): // d stays long: the select below ends the handler
