@@ -7,6 +7,7 @@ import (
 
 	"github.com/boson-go/boson/backend-sql/sqliteq"
 	"github.com/boson-go/boson/conformance"
+	"github.com/boson-go/boson/conformance/testenv"
 	"github.com/boson-go/boson/core"
 )
 
@@ -47,6 +48,17 @@ func harnessSync(name string, sync sqliteq.Synchronous) conformance.Harness {
 
 func TestConformance(t *testing.T) {
 	conformance.Run(t, harness())
+}
+
+// TestFlowExactFullSize runs, under the race detector, the suite's
+// FlowExact races at their full size (8 claimers over 2,000 jobs) in a
+// child built without it, since TestConformance runs them smaller there.
+// Without the race detector TestConformance runs the full size itself.
+func TestFlowExactFullSize(t *testing.T) {
+	t.Parallel()
+	if !testenv.WithoutRaceRun(t, "TestConformance/FlowExact") {
+		t.Log("built without the race detector: TestConformance runs FlowExact at full size itself")
+	}
 }
 
 func BenchmarkConformance(b *testing.B) {

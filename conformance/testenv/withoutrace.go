@@ -27,12 +27,32 @@ import (
 // cases, its skips and the tail of its output are reported here.
 func WithoutRace(t *testing.T) bool {
 	t.Helper()
+	if strings.Contains(t.Name(), "/") {
+		t.Fatalf("testenv.WithoutRace: %s is a subtest; call it from a top-level test", t.Name())
+	}
+	return WithoutRaceRun(t, t.Name())
+}
+
+// WithoutRaceRun runs the tests that cases names (a top-level test, or a
+// path of its subtests such as "TestConformance/FlowExact") in a child go
+// test of the same package built without the race detector, when this
+// binary has it, and reports whether it did; t passes or fails as the
+// child's run of them does. Without the race detector it does nothing and
+// returns false.
+//
+// A test under the race detector uses it for cases that the detector
+// would slow down many times over, such as the suite's FlowExact races at
+// their full size, while it runs them at a smaller size itself.
+func WithoutRaceRun(t *testing.T, cases string) bool {
+	t.Helper()
 	if !raceEnabled {
 		return false
 	}
-	name := t.Name()
-	if strings.Contains(name, "/") {
-		t.Fatalf("testenv.WithoutRace: %s is a subtest; call it from a top-level test", name)
+	parts := strings.Split(cases, "/")
+	name := parts[0]
+	pattern := make([]string, len(parts))
+	for i, p := range parts {
+		pattern[i] = "^" + regexp.QuoteMeta(p) + "$"
 	}
 	timeout := 20 * time.Minute
 	if d, ok := t.Deadline(); ok {
@@ -41,7 +61,7 @@ func WithoutRace(t *testing.T) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+15*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "go", "test", "-count=1", "-v", "-vet=off", "-timeout="+timeout.Round(time.Second).String(),
-		"-run=^"+regexp.QuoteMeta(name)+"$", ".")
+		"-run="+strings.Join(pattern, "/"), ".")
 	cmd.Env = append(os.Environ(), "GOFLAGS=")
 	start := time.Now()
 	out, err := cmd.CombinedOutput()
@@ -51,17 +71,17 @@ func WithoutRace(t *testing.T) bool {
 		}
 	}
 	if err != nil {
-		t.Fatalf("%s failed without the race detector (%v); failed cases: %v\n%s", name, err,
+		t.Fatalf("%s failed without the race detector (%v); failed cases: %v\n%s", cases, err,
 			mutants.FailedLeaves(name, out), lastLines(out, 60))
 	}
-	if !bytes.Contains(out, []byte("--- PASS: "+name+" ")) {
-		if bytes.Contains(out, []byte("--- SKIP: "+name+" ")) {
-			t.Skipf("%s skipped without the race detector:\n%s", name, lastLines(out, 20))
+	if !bytes.Contains(out, []byte("--- PASS: "+cases+" ")) {
+		if bytes.Contains(out, []byte("--- SKIP: "+cases+" ")) {
+			t.Skipf("%s skipped without the race detector:\n%s", cases, lastLines(out, 20))
 		}
-		t.Fatalf("%s did not run without the race detector:\n%s", name, lastLines(out, 30))
+		t.Fatalf("%s did not run without the race detector:\n%s", cases, lastLines(out, 30))
 	}
-	t.Logf("%s passed %d cases without the race detector in %s", name,
-		bytes.Count(out, []byte("--- PASS: "+name+"/")), time.Since(start).Round(time.Second))
+	t.Logf("%s passed %d cases without the race detector in %s", cases,
+		bytes.Count(out, []byte("--- PASS: "+cases+"/")), time.Since(start).Round(time.Second))
 	return true
 }
 
