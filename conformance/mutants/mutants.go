@@ -191,7 +191,7 @@ func Run(t *testing.T, tgt Target, ms []Mutant) {
 				t.Fatalf("the suite passed with mutant %q (breaks %s)", m.Name, strings.Join(m.Breaks, ", "))
 			}
 			if len(failed) == 0 {
-				t.Fatalf("the run failed without failing a suite case: %v\n%s", err, tail(out, 40))
+				t.Fatalf("the run failed without failing a suite case: %v\n%s", err, Tail(out, 40))
 			}
 			for _, want := range m.CaughtBy {
 				if !slices.Contains(failed, want) {
@@ -296,7 +296,7 @@ func runMutant(t *testing.T, tgt Target, m Mutant, hidden []string) (failed []st
 	cmd.Env = append(os.Environ(), "GOFLAGS=")
 	out, err = cmd.CombinedOutput()
 	if bytes.Contains(out, []byte("[build failed]")) || bytes.Contains(out, []byte("[setup failed]")) {
-		t.Fatalf("mutant %q does not build:\n%s", m.Name, tail(out, 30))
+		t.Fatalf("mutant %q does not build:\n%s", m.Name, Tail(out, 30))
 	}
 	return FailedLeaves(tgt.Test, out), out, err
 }
@@ -356,7 +356,9 @@ func FailedLeaves(root string, out []byte) []string {
 	return leaves
 }
 
-func tail(b []byte, lines int) string {
+// Tail returns the last lines lines of a go test run's output, for a
+// failure message that shows how the run ended.
+func Tail(b []byte, lines int) string {
 	ls := strings.Split(string(b), "\n")
 	if len(ls) > lines {
 		ls = ls[len(ls)-lines:]

@@ -72,24 +72,15 @@ func WithoutRaceRun(t *testing.T, cases string) bool {
 	}
 	if err != nil {
 		t.Fatalf("%s failed without the race detector (%v); failed cases: %v\n%s", cases, err,
-			mutants.FailedLeaves(name, out), lastLines(out, 60))
+			mutants.FailedLeaves(name, out), mutants.Tail(out, 60))
 	}
 	if !bytes.Contains(out, []byte("--- PASS: "+cases+" ")) {
 		if bytes.Contains(out, []byte("--- SKIP: "+cases+" ")) {
-			t.Skipf("%s skipped without the race detector:\n%s", cases, lastLines(out, 20))
+			t.Skipf("%s skipped without the race detector:\n%s", cases, mutants.Tail(out, 20))
 		}
-		t.Fatalf("%s did not run without the race detector:\n%s", cases, lastLines(out, 30))
+		t.Fatalf("%s did not run without the race detector:\n%s", cases, mutants.Tail(out, 30))
 	}
 	t.Logf("%s passed %d cases without the race detector in %s", cases,
 		bytes.Count(out, []byte("--- PASS: "+cases+"/")), time.Since(start).Round(time.Second))
 	return true
-}
-
-// lastLines returns the last n lines of b.
-func lastLines(b []byte, n int) string {
-	ls := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	if len(ls) > n {
-		ls = ls[len(ls)-n:]
-	}
-	return strings.Join(ls, "\n")
 }
