@@ -184,3 +184,46 @@ func TestEnqueueBatchIsOneRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// TestEmptyClaimIsOneRoundTrip: a claim that finds nothing costs one
+// round trip while flow control is off (the statement itself says why it
+// was empty), and a claim that flow control turned away still claims,
+// through the flow claim, the job it was sent for.
+func TestEmptyClaimIsOneRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	b, counter := countingBackend(t, postgres.Options{})
+	req := core.ClaimRequest{Queue: "default", WorkerID: "w", Limit: 10, LeaseTTL: time.Minute}
+	// The first call of a statement on a connection prepares it.
+	if _, err := b.Claim(ctx, req); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		before := counter.count()
+		jobs, err := b.Claim(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(jobs) != 0 {
+			t.Fatalf("claimed %d jobs from an empty queue", len(jobs))
+		}
+		if got := counter.count() - before; got != 1 {
+			t.Fatalf("an empty claim took %d round trips, want 1", got)
+		}
+	}
+	// A limit turns flow control on behind the backend's back: its next
+	// claim goes the single-statement way, is turned away, and must still
+	// hand out the job.
+	if err := b.PutTaskConfig(ctx, core.TaskConfig{Task: "limited", MaxRunning: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Enqueue(ctx, []core.EnqueueRequest{{Task: "limited"}, {Task: "limited"}}); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := b.Claim(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 1 || jobs[0].Task != "limited" {
+		t.Fatalf("claimed %v under MaxRunning 1, want one job of task limited", jobs)
+	}
+}

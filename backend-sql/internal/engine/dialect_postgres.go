@@ -90,14 +90,44 @@ woke AS (
 		w.queue, w.priority, w.run_at, ` + waitSQL(waitWoken, "(SELECT t FROM clk)") + ` AS woken)`
 }
 
+// pgClaimResult ends the claim statement: each claimed job after a false
+// flag, or, when it claimed nothing because flow control is on, one row
+// whose flag is true (its job columns are zero values). The statement's
+// own read of the switch answers the question, so an empty claim needs no
+// second command to learn why it was empty.
+var pgClaimResult = "false, " + JobCols("") + " FROM claimed UNION ALL SELECT true, " + jobZeros() +
+	" WHERE NOT EXISTS (SELECT 1 FROM claimed) AND EXISTS (SELECT 1 FROM {s}flow_switch WHERE seq <> 0 OR limits <> 0)"
+
 // pgClaimHead starts at the head of the claim index; pgClaimAfter starts
 // after a cursor position (see cursor.go), which the row comparison
 // makes the start of the index scan.
 var (
-	pgClaimHead  = strings.Replace(pgClaim, "{after}", "", 1) + JobCols("") + " FROM claimed"
+	pgClaimHead  = strings.Replace(pgClaim, "{after}", "", 1) + pgClaimResult
 	pgClaimAfter = strings.Replace(pgClaim, "{after}", "AND (priority, run_at, id) > (?::integer, ?::bigint, ?::text) ", 1) +
-		JobCols("") + " FROM claimed"
+		pgClaimResult
 )
+
+// collectClaimed reads the rows of pgClaimResult: the claimed jobs, and
+// whether flow control turned the claim away.
+func collectClaimed(rows Rows, err error) (jobs []core.Job, flowOn bool, _ error) {
+	if err != nil {
+		return nil, false, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var flag bool
+		j, err := ScanJob(rows, &flag)
+		if err != nil {
+			return nil, false, err
+		}
+		if flag {
+			flowOn = true
+			continue
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, flowOn, rows.Err()
+}
 
 // pgClaimStatement returns the claim statement of req that starts at st,
 // and its arguments.
@@ -120,21 +150,18 @@ func (Postgres) Claim(ctx context.Context, e *Engine, req core.ClaimRequest, now
 		st := e.cursors.start(req.Queue, now)
 		sql, args := pgClaimStatement(req, st, now, e.channel)
 		var jobs []core.Job
+		var on bool
 		err := e.st.WriteOne(ctx, func(q Querier) error {
 			var err error
-			jobs, err = collectJobs(q.Query(ctx, e.render(sql), args...))
+			jobs, on, err = collectClaimed(q.Query(ctx, e.render(sql), args...))
 			return err
 		})
 		if err != nil {
 			return nil, err
 		}
 		e.cursors.done(req.Queue, st, now, req.Limit, req.LeaseTTL, jobs)
-		if len(jobs) > 0 {
+		if len(jobs) > 0 || !on {
 			return jobs, nil
-		}
-		on, err := e.flowSwitchOn(ctx, e.st.Reader())
-		if err != nil || !on {
-			return nil, err
 		}
 		e.flowOn.Store(true)
 	}

@@ -10,13 +10,32 @@ import (
 	"github.com/boson-go/boson/core"
 )
 
-// jobColumns lists the columns scanJob reads, in order.
-var jobColumns = []string{
-	"id", "queue", "task", "payload", "headers", "priority", "state", "attempt",
-	"max_attempts", "retry", "max_delay", "max_duration", "coalesce(idempotency_key, '')",
-	"fingerprint", "actor", "run_at", "created_at", "first_started_at", "finished_at",
-	"result", "last_error", "worker_id", "token", "lease_expires_at",
-	"unique_mode", "unique_period", "coalesce(limit_key, '')", "coalesce(sequence_key, '')",
+// jobColumnDefs lists the columns ScanJob reads, in order, each with a
+// zero value of its type (see jobZeros).
+var jobColumnDefs = [][2]string{
+	{"id", "''"}, {"queue", "''"}, {"task", "''"}, {"payload", "NULL::bytea"}, {"headers", "''"},
+	{"priority", "0"}, {"state", "''"}, {"attempt", "0"}, {"max_attempts", "0"}, {"retry", "''"},
+	{"max_delay", "0"}, {"max_duration", "0"}, {"coalesce(idempotency_key, '')", "''"},
+	{"fingerprint", "''"}, {"actor", "''"}, {"run_at", "0"}, {"created_at", "0"},
+	{"first_started_at", "0"}, {"finished_at", "0"}, {"result", "NULL::bytea"}, {"last_error", "''"},
+	{"worker_id", "''"}, {"token", "0"}, {"lease_expires_at", "0"}, {"unique_mode", "''"},
+	{"unique_period", "0"}, {"coalesce(limit_key, '')", "''"}, {"coalesce(sequence_key, '')", "''"},
+}
+
+// jobColumns lists the columns ScanJob reads, in order.
+var jobColumns = column(jobColumnDefs, 0)
+
+// jobZeros returns a select list of zero values in the shape of JobCols,
+// for a row that a UNION adds to job rows.
+func jobZeros() string { return strings.Join(column(jobColumnDefs, 1), ", ") }
+
+// column returns the i-th field of each definition.
+func column(defs [][2]string, i int) []string {
+	out := make([]string, len(defs))
+	for k, d := range defs {
+		out[k] = d[i]
+	}
+	return out
 }
 
 // JobCols returns the job column list, each qualified with alias when set.
