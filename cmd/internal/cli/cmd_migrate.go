@@ -24,9 +24,9 @@ no schema; migrate succeeds on them without doing anything.
   migrate down VERSION  undo the applied versions above VERSION, newest first,
                         in one transaction (Postgres: under the migration lock)
 
-Most versions have no safe down step (they drop data, or code of later
-versions relies on them): down then changes nothing, names each such version
-and why, and exits 4. Never run down while processes of a newer boson run:
+The first versions of each store have no safe down step (they would drop
+data, or code of later versions relies on them): a down past one of them
+changes nothing, names each such version and why, and exits 4. Never run down while processes of a newer boson run:
 they would fail, and they apply the versions again when they next migrate.`,
 		run: runMigrate,
 	})
