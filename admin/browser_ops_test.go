@@ -292,6 +292,7 @@ func TestBrowserNarrowAndWide(t *testing.T) {
 			{"enqueue", "enqueue", "#enqueue"},
 			{"runs", "runs", "#runs"},
 			{"jobs", "jobs", "#jobs"},
+			{"jobs-search", "jobs?ids=" + e.ids.failed + ",+" + e.ids.queued + "&created_from=2026-01-01T00:00:00Z&created_to=2027-01-01T00:00:00.123456789%2B02:00&finished_from=2026-01-01T00:00:00Z", "#jobs"},
 			{"tasks", "tasks", "#tasks"},
 			{"task", "tasks/tenant_task", "#keys"},
 			{"queue-limited", "queues/work", "#queue-limit"},

@@ -2,12 +2,16 @@ package admin
 
 import (
 	"fmt"
+	stdhtml "html"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/boson-go/boson/core"
 )
@@ -27,8 +31,15 @@ func TestDashboardOperationFormsRefuseHostileInput(t *testing.T) {
 	before := fmt.Sprint(e.states("bulk"), e.states("mail"))
 
 	huge := url.Values{"csrf": {csrf}}
+	var hugeIDs []string
 	for i := 0; i < 1001; i++ {
 		huge.Add("id", fmt.Sprintf("id%04d", i))
+		hugeIDs = append(hugeIDs, ids[i%len(ids)])
+	}
+	// The job list's search fields, as its bulk forms carry them, each
+	// with a confirm that would act on everything if the filter passed.
+	bulkFilter := func(filter string) url.Values {
+		return url.Values{"csrf": {csrf}, "filter": {filter}, "confirm_count": {"1001"}, "confirm_all": {"1"}}
 	}
 	for _, c0 := range []struct {
 		path   string
@@ -48,10 +59,17 @@ func TestDashboardOperationFormsRefuseHostileInput(t *testing.T) {
 		{"enqueue", url.Values{"csrf": {csrf}, "task": {"t"}, "queue": {"mail"}, "headers": {"<script>"}}, adminToken, 400},
 		{"enqueue", url.Values{"csrf": {csrf}, "task": {"t"}, "queue": {"mail"}, "priority": {"1e9"}}, adminToken, 400},
 		{"enqueue", url.Values{"csrf": {csrf}, "task": {"bad task"}, "queue": {"mail"}}, adminToken, 400},
-		{"jobs/" + e.ids.running + "/delete", url.Values{"csrf": {csrf}}, adminToken, 409}, // running, no force
+		{"jobs/" + e.ids.running + "/delete", url.Values{"csrf": {csrf}}, adminToken, 409},                                // running, no force
+		{"bulk/delete", bulkFilter("ids=" + strings.Join(hugeIDs, ",")), adminToken, 400},                                 // too many ids
+		{"bulk/delete", bulkFilter("ids=" + strings.Join(hugeIDs, "&ids=")), adminToken, 400},                             // too many, repeated
+		{"bulk/delete", bulkFilter("created_from=2026-01-03T00:00:00Z&created_to=2026-01-02T00:00:00Z"), adminToken, 400}, // reversed
+		{"bulk/delete", bulkFilter("created_from=2026-01-02T00:00:00Z&created_to=2026-01-02T00:00:00Z"), adminToken, 400}, // empty
+		{"bulk/delete", bulkFilter("finished_from=2026-01-02 03:04:05"), adminToken, 400},                                 // not RFC 3339
+		{"bulk/cancel", bulkFilter("finished_to=tomorrow&ids=" + ids[0]), adminToken, 400},                                // not a time
+		{"bulk/retry", bulkFilter("created_to=2026-01-02T00:00:00Z&created_to=2026-01-03T00:00:00Z"), adminToken, 400},    // twice
 	} {
 		if r := postForm(t, c, base+c0.path, c0.form, c0.token); r.StatusCode != c0.status {
-			t.Errorf("POST %s %v: %d, want %d", c0.path, strings.Join(c0.form["confirm"], ""), r.StatusCode, c0.status)
+			t.Errorf("POST %s %v: %d, want %d", c0.path, c0.form.Get("confirm")+shorten(c0.form.Get("filter"), 80), r.StatusCode, c0.status)
 		}
 	}
 	if after := fmt.Sprint(e.states("bulk"), e.states("mail")); after != before {
@@ -160,5 +178,147 @@ func TestDashboardBulkOnTheJobList(t *testing.T) {
 	}
 	if got := e.states("bulk"); got[core.StateCancelled] != 5 {
 		t.Fatalf("after cancelling everything: %v", got)
+	}
+}
+
+var (
+	filterFormRE = regexp.MustCompile(`(?s)<form method="get"[^>]*class="filters">(.*?)</form>`)
+	fieldNameRE  = regexp.MustCompile(`<(?:input|select) name="([a-z_]+)"`)
+	dataJobRE    = regexp.MustCompile(`data-job="([^"]+)"`)
+	bulkFilterRE = regexp.MustCompile(`<input type="hidden" name="filter" value="([^"]*)">`)
+)
+
+// submitFilters fills the job list's filter form as a browser sends it:
+// every field of the form, empty unless set, and nothing else. It returns
+// the page the form leads to, the ids of its jobs, sorted, and the filter
+// its bulk forms carry.
+func submitFilters(t *testing.T, c *http.Client, base string, set url.Values) (code int, html string, jobs []string, bulk url.Values) {
+	t.Helper()
+	_, page := getPage(t, c, base+"jobs")
+	m := filterFormRE.FindStringSubmatch(page)
+	if m == nil {
+		t.Fatalf("the job list has no filter form:\n%s", page)
+	}
+	q := url.Values{}
+	for _, f := range fieldNameRE.FindAllStringSubmatch(m[1], -1) {
+		q.Set(f[1], "")
+	}
+	for k, vs := range set {
+		if _, ok := q[k]; !ok {
+			t.Fatalf("the filter form has no %s field", k)
+		}
+		q[k] = vs
+	}
+	code, html = getPage(t, c, base+"jobs?"+q.Encode())
+	for _, j := range dataJobRE.FindAllStringSubmatch(html, -1) {
+		jobs = append(jobs, j[1])
+	}
+	slices.Sort(jobs)
+	if b := bulkFilterRE.FindStringSubmatch(html); b != nil {
+		bulk, _ = url.ParseQuery(stdhtml.UnescapeString(b[1]))
+	}
+	return code, html, jobs, bulk
+}
+
+// TestDashboardJobListSearchByIDsAndTimes submits the job list's filter
+// form with an id list and with created and finished ranges: exactly the
+// matching jobs are listed, the form shows what it searched, and the bulk
+// forms act on the same jobs. Bad lists and ranges are a 400.
+func TestDashboardJobListSearchByIDsAndTimes(t *testing.T) {
+	e := newEnv(t, NoAuth())
+	srv := mounted(t, e.h)
+	c := srv.Client()
+	c.Jar, _ = cookiejar.New(nil)
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	base := srv.URL + "/ops/admin/"
+	job := func(id string) core.Job {
+		t.Helper()
+		j, err := e.be.GetJob(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return j
+	}
+	sorted := func(ids ...string) []string { return slices.Sorted(slices.Values(ids)) }
+
+	// An id list, as typed: spaces, and an id that does not exist.
+	code, html, jobs, bulk := submitFilters(t, c, base, url.Values{"ids": {e.ids.succeeded + ", " + e.ids.queued + ",nope"}})
+	if want := sorted(e.ids.succeeded, e.ids.queued); code != 200 || !slices.Equal(jobs, want) {
+		t.Fatalf("ids: %d %v, want %v\n%s", code, jobs, want, html)
+	}
+	if !strings.Contains(html, `value="`+e.ids.succeeded+`, `+e.ids.queued+`, nope"`) {
+		t.Fatalf("the ids field does not show the list:\n%s", html)
+	}
+	if got := bulk["ids"]; len(got) != 1 || got[0] != e.ids.succeeded+", "+e.ids.queued+",nope" {
+		t.Fatalf("the bulk forms carry %v", bulk)
+	}
+
+	// A created range is half open: from the failed job up to, not
+	// including, the queued job.
+	from, to := job(e.ids.failed).CreatedAt, job(e.ids.queued).CreatedAt
+	rng := url.Values{"created_from": {from.Format(time.RFC3339Nano)}, "created_to": {to.Format(time.RFC3339Nano)}}
+	code, html, jobs, bulk = submitFilters(t, c, base, rng)
+	if want := sorted(e.ids.failed, e.ids.running); code != 200 || !slices.Equal(jobs, want) {
+		t.Fatalf("created range: %d %v, want %v\n%s", code, jobs, want, html)
+	}
+	if !strings.Contains(html, `name="created_from" value="`+from.Format(time.RFC3339Nano)+`"`) ||
+		!strings.Contains(html, `name="created_to" value="`+to.Format(time.RFC3339Nano)+`"`) {
+		t.Fatalf("the created fields do not show the range:\n%s", html)
+	}
+	if bulk.Get("created_from") != rng.Get("created_from") || bulk.Get("created_to") != rng.Get("created_to") {
+		t.Fatalf("the bulk forms carry %v", bulk)
+	}
+	// The same instant with an offset finds the same jobs and is shown in UTC.
+	plus2 := from.In(time.FixedZone("", 2*3600)).Format(time.RFC3339Nano)
+	if _, html, jobs, _ = submitFilters(t, c, base, url.Values{"created_from": {plus2}, "created_to": rng["created_to"]}); !slices.Equal(jobs, sorted(e.ids.failed, e.ids.running)) ||
+		!strings.Contains(html, `value="`+from.Format(time.RFC3339Nano)+`"`) {
+		t.Fatalf("created range with an offset: %v\n%s", jobs, html)
+	}
+
+	// A finished range with ids: of the two, only the finished one.
+	fin := job(e.ids.succeeded).FinishedAt
+	code, _, jobs, _ = submitFilters(t, c, base, url.Values{"ids": {e.ids.succeeded + "," + e.ids.queued}, "finished_from": {fin.Format(time.RFC3339Nano)}})
+	if code != 200 || !slices.Equal(jobs, []string{e.ids.succeeded}) {
+		t.Fatalf("finished range: %d %v", code, jobs)
+	}
+
+	// The bulk forms act on what the list shows: cancel the listed ids.
+	csrf := formToken(t, c, base+"jobs", "")
+	_, _, _, bulk = submitFilters(t, c, base, url.Values{"ids": {e.ids.queued + "," + e.ids.failed}})
+	form := url.Values{"csrf": {csrf}, "filter": {bulk.Encode()}}
+	if code, html := postPage(t, c, base+"bulk/cancel", form); code != 200 || !strings.Contains(html, `data-count="1"`) {
+		t.Fatalf("cancel preview of the ids: %d\n%s", code, html)
+	}
+	form.Set("confirm_count", "1")
+	if resp := postForm(t, c, base+"bulk/cancel", form, ""); resp.StatusCode != 303 {
+		t.Fatalf("cancel confirm of the ids: %d", resp.StatusCode)
+	}
+	if j := job(e.ids.queued); j.State != core.StateCancelled {
+		t.Fatalf("the listed queued job is %s", j.State)
+	}
+	if j := job(e.ids.hostile); j.State != core.StateQueued {
+		t.Fatalf("a queued job not listed is %s", j.State)
+	}
+
+	// Bad lists and ranges are a 400 that says what is wrong.
+	long := make([]string, core.MaxPageSize+1)
+	for i := range long {
+		long[i] = fmt.Sprintf("id%d", i)
+	}
+	for _, c0 := range []struct {
+		set  url.Values
+		want string
+	}{
+		{url.Values{"ids": {strings.Join(long, ",")}}, "more than 1000 ids"},
+		{url.Values{"created_from": {"2026-01-02 03:04:05"}}, "is not an RFC 3339 time"},
+		{url.Values{"created_to": {"2026-01-02T03:04"}}, "is not an RFC 3339 time"},
+		{url.Values{"finished_from": {"<script>"}}, "&#34;&lt;script&gt;&#34; is not an RFC 3339 time"},
+		{url.Values{"created_from": {"2026-01-03T00:00:00Z"}, "created_to": {"2026-01-02T00:00:00Z"}}, "created_from: must be before created_to"},
+		{url.Values{"finished_from": {"2026-01-02T00:00:00Z"}, "finished_to": {"2026-01-02T00:00:00Z"}}, "finished_from: must be before finished_to"},
+	} {
+		code, html, jobs, _ := submitFilters(t, c, base, c0.set)
+		if code != 400 || len(jobs) != 0 || !strings.Contains(html, c0.want) {
+			t.Errorf("%v: %d %v, want 400 with %q\n%s", shorten(c0.set.Encode(), 80), code, jobs, c0.want, ownScript.ReplaceAllString(html, ""))
+		}
 	}
 }

@@ -26,6 +26,18 @@ func getPage(t *testing.T, c *http.Client, u string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+// postPage posts form to a dashboard page and returns its status and HTML.
+func postPage(t *testing.T, c *http.Client, u string, form url.Values) (int, string) {
+	t.Helper()
+	resp, err := c.PostForm(u, form)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
 // mounted serves h under /ops/admin the way users are told to.
 func mounted(t *testing.T, h http.Handler) *httptest.Server {
 	mux := http.NewServeMux()

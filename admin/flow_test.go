@@ -2,7 +2,6 @@ package admin
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -329,16 +328,10 @@ func TestDashboardBulkByLimitKey(t *testing.T) {
 	base := srv.URL + "/ops/admin/"
 	csrf := formToken(t, c, base+"jobs?limit_key=acme&state=queued", "")
 	filter := "limit_key=acme&state=queued"
-	resp, err := c.PostForm(base+"bulk/cancel", url.Values{"csrf": {csrf}, "filter": {filter}})
-	if err != nil {
-		t.Fatal(err)
+	if code, body := postPage(t, c, base+"bulk/cancel", url.Values{"csrf": {csrf}, "filter": {filter}}); code != 200 || !strings.Contains(body, `data-count="1"`) {
+		t.Fatalf("preview by limit key: %d\n%s", code, body)
 	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.Contains(string(body), `data-count="1"`) {
-		t.Fatalf("preview by limit key: %d\n%s", resp.StatusCode, body)
-	}
-	resp, err = c.PostForm(base+"bulk/cancel", url.Values{"csrf": {csrf}, "filter": {filter}, "confirm_count": {"1"}})
+	resp, err := c.PostForm(base+"bulk/cancel", url.Values{"csrf": {csrf}, "filter": {filter}, "confirm_count": {"1"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,6 +40,18 @@ var funcs = template.FuncMap{
 		}
 		return t.UTC().Format("2006-01-02 15:04:05.000Z")
 	},
+	// rfc3339 writes t as the filter form's time fields take it back
+	// (see parseRange), empty for the zero time.
+	"rfc3339": func(t time.Time) string {
+		if t.IsZero() {
+			return ""
+		}
+		return t.UTC().Format(time.RFC3339Nano)
+	},
+	// idList writes ids as the filter form's ids field takes them back.
+	"idList": func(ids []string) string { return strings.Join(ids, ", ") },
+	// maxIDs is the most ids the filter form's ids field takes.
+	"maxIDs":    func() int { return core.MaxPageSize },
 	"bytesText": bytesText,
 	"short":     func(s string, n int) string { return shorten(s, n) },
 	"count": func(m map[core.JobState]int64, s core.JobState) int64 {
