@@ -322,3 +322,21 @@ func TestDashboardJobListSearchByIDsAndTimes(t *testing.T) {
 		}
 	}
 }
+
+// TestFilterTakesTheShownTime: a time copied from a page (the "ts"
+// layout) is a valid bound of a filter's range, equal to the time shown,
+// and a time without a zone still is not.
+func TestFilterTakesTheShownTime(t *testing.T) {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 678_000_000, time.UTC)
+	shown := funcs["ts"].(func(time.Time) string)(at)
+	r, err := parseRange(url.Values{"created_from": {shown}, "created_to": {"2026-01-02T05:00:00+01:00"}}, "created")
+	if err != nil {
+		t.Fatalf("parseRange(%q): %v", shown, err)
+	}
+	if !r.From.Equal(at) || !r.To.Equal(time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC).Add(time.Hour)) {
+		t.Fatalf("range %v – %v, want %v – 04:00 UTC", r.From, r.To, at)
+	}
+	if _, err := parseRange(url.Values{"created_from": {"2026-01-02 03:04:05"}}, "created"); err == nil {
+		t.Fatal("a time without a zone was taken")
+	}
+}

@@ -141,9 +141,9 @@ func parseRange(q url.Values, name string) (core.TimeRange, error) {
 		if v == "" {
 			continue
 		}
-		t, err := time.Parse(time.RFC3339Nano, v)
+		t, err := parseTime(v)
 		if err != nil {
-			return r, invalidf(side.key, "%q is not an RFC 3339 time such as 2026-01-02T15:04:05Z", shorten(v, 64))
+			return r, invalidf(side.key, "%q is not an RFC 3339 time such as 2026-01-02T15:04:05Z (or 2026-01-02 15:04:05.000Z, as the job list shows times)", shorten(v, 64))
 		}
 		*side.t = t.UTC()
 	}
@@ -151,6 +151,23 @@ func parseRange(q url.Values, name string) (core.TimeRange, error) {
 		return r, invalidf(name+"_from", "must be before %s_to", name)
 	}
 	return r, nil
+}
+
+// shownTime is the layout the dashboard shows times in (the "ts"
+// template function), which a filter takes back as well, so that a time
+// copied from a table can be pasted into the form.
+const shownTime = "2006-01-02 15:04:05.999999999Z07:00"
+
+// parseTime reads an RFC 3339 time, or one in the dashboard's own
+// layout; either names its zone.
+func parseTime(v string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		if t2, err2 := time.Parse(shownTime, v); err2 == nil {
+			return t2, nil
+		}
+	}
+	return t, err
 }
 
 // decodeStrict decodes exactly one JSON value into v, refusing unknown
