@@ -25,6 +25,9 @@ import (
 //     in steps of 1,000, through the backend's own core.BulkActor where
 //     it has one, and through one Cancel call per job (backends that
 //     search jobs only).
+//   - BulkCancel/whileDraining: the same through the backend's own steps,
+//     while a worker claims, completes and enqueues jobs of another queue
+//     of the store; it also reports the worker's completed/s.
 //   - FlowClaim/saturated10, FlowClaim/saturated10000, FlowDrain/perKeyLimit
 //     and FlowDrain/noLimit, when the harness declares Flow: the cost of a
 //     claim beside many saturated limit keys, and of an unsaturated per-key
@@ -45,6 +48,7 @@ func Bench(b *testing.B, h Harness) {
 	b.Run("EndToEnd", func(b *testing.B) { benchEndToEnd(b, h) })
 	b.Run("BulkCancel/native", func(b *testing.B) { benchBulkCancel(b, h, false) })
 	b.Run("BulkCancel/perJob", func(b *testing.B) { benchBulkCancel(b, h, true) })
+	b.Run("BulkCancel/whileDraining", func(b *testing.B) { benchBulkWhileDraining(b, h) })
 	if h.Capabilities.Flow {
 		benchFlow(b, h)
 	}
