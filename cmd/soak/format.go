@@ -13,6 +13,15 @@ import (
 // FormatRate formats a rate with a k or M suffix: 950, 1.25k, 12.5k, 1.20M.
 func FormatRate(v float64) string { return rateText(v) }
 
+// FormatBar draws frac (clamped to [0, 1]) as a bar of width cells between
+// brackets, "=" for the done part: FormatBar(0.5, 4) is "[==  ]". A width
+// below 1 gives "[]".
+func FormatBar(frac float64, width int) string {
+	width = max(width, 0)
+	fill := int(min(max(frac, 0), 1) * float64(width))
+	return "[" + strings.Repeat("=", fill) + strings.Repeat(" ", width-fill) + "]"
+}
+
 // Median returns the median of v (the mean of the middle two for an even
 // count), 0 for none; v is not reordered.
 func Median(v []float64) float64 {

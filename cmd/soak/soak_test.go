@@ -268,3 +268,24 @@ func TestDrainVerdictJudgesTheGoal(t *testing.T) {
 		}
 	}
 }
+
+func TestFormatBar(t *testing.T) {
+	for _, c := range []struct {
+		frac  float64
+		width int
+		want  string
+	}{
+		{0, 4, "[    ]"},
+		{0.5, 4, "[==  ]"},
+		{0.99, 4, "[=== ]"},
+		{1, 4, "[====]"},
+		{1.5, 4, "[====]"},
+		{-1, 4, "[    ]"},
+		{0.5, 0, "[]"},
+		{0.5, -3, "[]"},
+	} {
+		if got := FormatBar(c.frac, c.width); got != c.want {
+			t.Errorf("FormatBar(%g, %d) = %q, want %q", c.frac, c.width, got, c.want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -227,5 +228,21 @@ func TestSoakConfigValidate(t *testing.T) {
 	bad.Soak.Hold = "sometimes"
 	if err := bad.Validate(); !errors.Is(err, core.ErrInvalidArgument) {
 		t.Errorf("unknown hold mode: %v", err)
+	}
+}
+
+func TestProgressTrack(t *testing.T) {
+	var buf bytes.Buffer
+	stop := progress{w: &buf}.track("spawn", 4, func() int64 { return 2 })
+	stop()
+	want := "\r" + fmt.Sprintf("%-24s", "spawn") + " [" + strings.Repeat("=", 15) + strings.Repeat(" ", 15) + "]  50% 2/4 "
+	if s := buf.String(); !strings.HasPrefix(s, want) || !strings.HasSuffix(s, "/s \n") {
+		t.Fatalf("bar %q, want it to start %q", s, want)
+	}
+	buf.Reset()
+	progress{}.track("none", 4, func() int64 { return 2 })()
+	progress{w: &buf}.track("empty", 0, func() int64 { return 0 })()
+	if buf.Len() != 0 {
+		t.Fatalf("a nil writer or a total of 0 drew %q", buf.String())
 	}
 }

@@ -3,7 +3,6 @@ package bench
 import (
 	"fmt"
 	"io"
-	"strings"
 	"sync"
 	"time"
 
@@ -26,11 +25,8 @@ func (p progress) track(label string, total int64, cur func() int64) (stop func(
 	draw := func() {
 		n := cur()
 		frac := min(float64(n)/float64(total), 1)
-		const width = 30
-		fill := int(frac * width)
-		bar := strings.Repeat("=", fill) + strings.Repeat(" ", width-fill)
 		r := float64(n) / max(time.Since(start).Seconds(), 1e-9)
-		fmt.Fprintf(p.w, "\r%-24s [%s] %3.0f%% %d/%d %s/s ", label, bar, frac*100, n, total, human(r))
+		fmt.Fprintf(p.w, "\r%-24s %s %3.0f%% %d/%d %s/s ", label, soak.FormatBar(frac, 30), frac*100, n, total, human(r))
 	}
 	go func() {
 		defer wg.Done()

@@ -7,17 +7,23 @@ import (
 	"io"
 	"time"
 
+	"github.com/boson-go/boson/cmd/soak"
 	"github.com/boson-go/boson/core"
 )
 
 type bulkFlags struct {
 	searchFlags
-	all, dryRun, force, noProgress bool
-	cursor, reason                 string
-	batch                          int
+	all, dryRun, force   bool
+	progress, noProgress bool
+	cursor, reason       string
+	batch                int
 }
 
-const defaultBulkBatch = 500
+const (
+	defaultBulkBatch = 500
+	// bulkBarWidth is the number of cells of bulk's progress bar.
+	bulkBarWidth = 30
+)
 
 func init() {
 	register(&command{
@@ -35,9 +41,12 @@ Jobs the action does not apply to are not touched. The filters are those of
 --created-from/--created-to --finished-from/--finished-to); a command with no
 filter would match every job and is refused unless --all says so.
 
---dry-run only counts the jobs the action would change. A progress line goes
-to stderr (--no-progress: none); the summary goes to stdout (--json: one
-object with op, matched, changed, skipped, failed, errors and cursor). A job
+--dry-run only counts the jobs the action would change. Progress goes to
+stderr: on a terminal (or with --progress) a bar redrawn in place with the
+share of the dry run's count visited, the jobs changed, skipped and failed
+and the rate; elsewhere a plain line at most every 200 ms; --no-progress:
+none. The summary goes to stdout (--json: one object with op, matched,
+changed, skipped, failed, errors and cursor, and nothing else). A job
 that fails for another reason is counted, and the command exits with the
 first such error after visiting the rest. When it stops early
 (an error, a timeout, an interrupt) it names the cursor: pass it as --cursor
@@ -50,7 +59,8 @@ for delete); others exit 6.`,
 			fs.BoolVar(&f.all, "all", false, "allow a filter that matches every job")
 			fs.BoolVar(&f.dryRun, "dry-run", false, "only count the jobs the action would change")
 			fs.BoolVar(&f.force, "force", false, "delete: also cancel and delete running jobs")
-			fs.BoolVar(&f.noProgress, "no-progress", false, "print no progress line on stderr")
+			fs.BoolVar(&f.progress, "progress", false, "draw the progress bar on stderr even when it is not a terminal")
+			fs.BoolVar(&f.noProgress, "no-progress", false, "print no progress on stderr")
 			fs.StringVar(&f.cursor, "cursor", "", "resume after this job `id` (printed by an interrupted run)")
 			fs.StringVar(&f.reason, "reason", "", "cancel: why, recorded as each job's last error")
 			fs.IntVar(&f.batch, "batch", defaultBulkBatch, fmt.Sprintf("jobs per batch, at most %d", core.MaxPageSize))
@@ -134,6 +144,8 @@ func runBulk(ctx context.Context, c *call) error {
 		return c.bulkSummary(out, nil)
 	}
 	p := c.progress(!f.noProgress)
+	p.terminal = p.terminal || f.progress
+	start := time.Now()
 	for {
 		res, err := core.Bulk(ctx, st.Backend, req)
 		out.Matched += res.Matched
@@ -152,7 +164,11 @@ func runBulk(ctx context.Context, c *call) error {
 			p.end()
 			return c.bulkSummary(out, err)
 		}
-		p.line(res.Done, "bulk %s: %d of about %d visited, %d changed, %d skipped", req.Action, out.Matched, max(pre.Matched, out.Matched), out.Changed, out.Skipped)
+		if total := max(pre.Matched, out.Matched); p.terminal {
+			p.line(res.Done, "%s", bulkBar(req.Action, out, total, bulkBarWidth, time.Since(start)))
+		} else {
+			p.line(res.Done, "bulk %s: %d of about %d visited, %d changed, %d skipped, %d failed", req.Action, out.Matched, total, out.Changed, out.Skipped, out.Failed)
+		}
 		if res.Done {
 			p.end()
 			out.Done = true
@@ -167,6 +183,23 @@ func runBulk(ctx context.Context, c *call) error {
 		}
 		req.Cursor = res.Next
 	}
+}
+
+// bulkBar renders one line of bulk's progress bar: a bar of width cells and
+// the whole percentage of total that out has visited (rounded down, so 100%
+// only once out reaches total, or when total is 0), out's counts and the
+// rate of jobs visited over elapsed (0 for an elapsed of 0 or less).
+func bulkBar(op core.BulkAction, out bulkOut, total int64, width int, elapsed time.Duration) string {
+	pct := int64(100)
+	if total > 0 {
+		pct = min(out.Matched*100/total, 100)
+	}
+	rate := 0.0
+	if elapsed > 0 {
+		rate = float64(out.Matched) / elapsed.Seconds()
+	}
+	return fmt.Sprintf("bulk %s %s %3d%% %d/%d, %d changed, %d skipped, %d failed, %s jobs/s",
+		op, soak.FormatBar(float64(pct)/100, width), pct, out.Matched, total, out.Changed, out.Skipped, out.Failed, soak.FormatRate(rate))
 }
 
 // bulkSummary prints the summary; with err it says where to resume and
@@ -194,7 +227,7 @@ func (c *call) bulkSummary(out bulkOut, err error) error {
 }
 
 // progressLine draws a progress line on stderr: redrawn in place on a
-// terminal, a new line at most every 200 ms otherwise.
+// terminal at most every 100 ms, a new line at most every 200 ms otherwise.
 type progressLine struct {
 	w        io.Writer
 	terminal bool
@@ -210,9 +243,14 @@ func (c *call) progress(on bool) *progressLine {
 	return p
 }
 
-// line draws the progress; force draws it even within 200 ms of the last.
+// line draws the progress; force draws it even within 100 ms (terminal) or
+// 200 ms of the last.
 func (p *progressLine) line(force bool, format string, args ...any) {
-	if p.w == nil || !force && time.Since(p.last) < 200*time.Millisecond {
+	every := 200 * time.Millisecond
+	if p.terminal {
+		every = 100 * time.Millisecond
+	}
+	if p.w == nil || !force && time.Since(p.last) < every {
 		return
 	}
 	p.last = time.Now()

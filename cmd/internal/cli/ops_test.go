@@ -319,8 +319,8 @@ func bulkCommand(t *testing.T, o opsTarget) {
 	if out.Matched != 12 || out.Changed != 12 || out.Skipped != 0 || !out.Done || out.Cursor != "" {
 		t.Fatalf("bulk retry: %+v", out)
 	}
-	if !strings.Contains(r.stderr, "bulk retry: 12 of about 12 visited, 12 changed") {
-		t.Fatalf("progress: %q", r.stderr)
+	if !strings.Contains(r.stderr, "bulk retry: 12 of about 12 visited, 12 changed, 0 skipped, 0 failed\n") || strings.ContainsAny(r.stderr, "\r\x1b") {
+		t.Fatalf("progress off a terminal: %q", r.stderr)
 	}
 	for _, id := range failed {
 		if j, err := o.be.GetJob(context.Background(), id); err != nil || j.State != core.StateQueued {
@@ -344,9 +344,13 @@ func bulkCommand(t *testing.T, o opsTarget) {
 	}
 
 	// Delete by id list and by id prefix.
-	r = o.must(t, ExitOK, "bulk", "delete", "--ids", acme[0]+","+acme[1], "--ids", acme[2], "--json")
+	// --progress draws the bar off a terminal too; stdout stays JSON.
+	r = o.must(t, ExitOK, "bulk", "delete", "--ids", acme[0]+","+acme[1], "--ids", acme[2], "--json", "--progress")
 	if out := decode[bulkOut](t, r); out.Changed != 3 {
 		t.Fatalf("delete by ids: %+v", out)
+	}
+	if !strings.HasPrefix(r.stderr, "\r\x1b[K") || !strings.Contains(r.stderr, "bulk delete ["+strings.Repeat("=", bulkBarWidth)+"] 100% 3/3, 3 changed, 0 skipped, 0 failed, ") || !strings.HasSuffix(r.stderr, " jobs/s\n") {
+		t.Fatalf("progress bar: %q", r.stderr)
 	}
 	r = o.must(t, ExitOK, "bulk", "delete", "--id-prefix", acme[3], "--json")
 	if out := decode[bulkOut](t, r); out.Changed != 1 {
