@@ -3,6 +3,8 @@ package admin
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -524,5 +526,67 @@ func TestOperationsAcrossARouter(t *testing.T) {
 	}
 	if c, _ := b.CountJobs(ctx, core.JobFilter{}); c[core.StateQueued] != 0 {
 		t.Fatalf("the routed store after the queue delete: %v", c)
+	}
+}
+
+// TestActivitySameFromEveryReplica: the activity chart comes from the
+// store, not from what one admin process saw, so a handler started after
+// the activity answers it exactly as one that served pages through it,
+// both as JSON and as the dashboard's chart.
+func TestActivitySameFromEveryReplica(t *testing.T) {
+	e := newEnv(t, NoAuth())
+	ctx := context.Background()
+	start := e.clock.Now().Truncate(time.Minute).Add(time.Minute)
+	e.clock.Set(start.Add(10 * time.Second))
+	e.do("GET", apiPrefix+"/queues/act/activity", "", nil, nil)
+	if _, err := e.be.Enqueue(ctx, make6("act")); err != nil {
+		t.Fatal(err)
+	}
+	js, err := e.be.Claim(ctx, core.ClaimRequest{Queue: "act", WorkerID: "w", Limit: 6, LeaseTTL: time.Hour})
+	if err != nil || len(js) != 6 {
+		t.Fatalf("claimed %d, %v", len(js), err)
+	}
+	for i, j := range js {
+		e.clock.Advance(20 * time.Second)
+		switch {
+		case i < 3:
+			_, err = e.be.Complete(ctx, []core.Completion{{Lease: j.Lease}})
+		case i < 5:
+			_, err = e.be.Fail(ctx, core.Failure{Lease: j.Lease, Error: "bad", Terminal: true})
+		default:
+			_, err = e.be.Fail(ctx, core.Failure{Lease: j.Lease, Error: "flaky"})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.do("GET", apiPrefix+"/queues/act/activity", "", nil, nil)
+	}
+	h2, err := New(Options{Backend: e.be, Auth: NoAuth(), Logger: quietLogger(), Clock: e.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv2 := httptest.NewServer(h2)
+	defer srv2.Close()
+	for _, p := range []string{apiPrefix + "/queues/act/activity", "/queues/act/activity.svg"} {
+		codeA, a := getPage(t, e.srv.Client(), e.srv.URL+p)
+		codeB, b := getPage(t, srv2.Client(), srv2.URL+p)
+		if codeA != http.StatusOK || codeB != http.StatusOK {
+			t.Fatalf("GET %s: %d and %d", p, codeA, codeB)
+		}
+		if a != b {
+			t.Errorf("%s differs between the handler that saw the activity and a new one:\n%s\n---\n%s", p, a, b)
+		}
+		if len(a) == 0 {
+			t.Errorf("%s is empty", p)
+		}
+	}
+	var a activityView
+	e.do("GET", apiPrefix+"/queues/act/activity", "", nil, &a)
+	var done, failed, retried int
+	for _, m := range a.Minutes {
+		done, failed, retried = done+int(m.Completed), failed+int(m.Failed), retried+int(m.Retried)
+	}
+	if done != 3 || failed != 2 || retried != 1 {
+		t.Fatalf("the chart counts %d completed, %d failed, %d retried, want 3, 2, 1", done, failed, retried)
 	}
 }

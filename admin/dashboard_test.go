@@ -2,6 +2,7 @@ package admin
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -10,6 +11,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/boson-go/boson/core"
 )
@@ -371,4 +373,93 @@ func TestDashboardJobListPages(t *testing.T) {
 	if len(seen) != 7 {
 		t.Fatalf("paged through %d jobs, want 7", len(seen))
 	}
+}
+
+// TestDashboardJobTimeline: the job page's timeline shows each run of the
+// job in attempt order with its outcome, worker, start, end, duration and
+// token, and the error of a failed run (escaped); an attempt that runs is
+// shown as still running.
+func TestDashboardJobTimeline(t *testing.T) {
+	e := newEnv(t, NoAuth())
+	ctx := context.Background()
+	res, err := e.be.Enqueue(ctx, []core.EnqueueRequest{{Queue: "tl", Task: "flaky", MaxAttempts: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res[0].Job.ID
+	claim := func(worker string) core.Job {
+		t.Helper()
+		js, err := e.be.Claim(ctx, core.ClaimRequest{Queue: "tl", WorkerID: worker, Limit: 1, LeaseTTL: time.Minute})
+		if err != nil || len(js) != 1 {
+			t.Fatalf("claim by %s: %d jobs, %v", worker, len(js), err)
+		}
+		return js[0]
+	}
+	ts := funcs["ts"].(func(time.Time) string)
+	start1 := e.clock.Now()
+	j := claim("worker-a")
+	e.clock.Advance(1500 * time.Millisecond)
+	end1 := e.clock.Now()
+	if _, err := e.be.Fail(ctx, core.Failure{Lease: j.Lease, Error: "disk full on <tmp>", RetryAt: end1}); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(time.Second)
+	start2 := e.clock.Now()
+	j = claim("worker-b")
+	e.clock.Advance(250 * time.Millisecond)
+	end2 := e.clock.Now()
+	if errs, err := e.be.Complete(ctx, []core.Completion{{Lease: j.Lease}}); err != nil || errs[0] != nil {
+		t.Fatal(err, errs)
+	}
+	_, html := getPage(t, e.srv.Client(), e.srv.URL+"/jobs/"+id)
+	runs := timelineItems(t, html)
+	want := []struct {
+		status, worker, when, err string
+	}{
+		{"failed", "worker-a", ts(start1) + " → " + ts(end1) + " (1.5s) · token 1", "disk full on &lt;tmp&gt;"},
+		{"succeeded", "worker-b", ts(start2) + " → " + ts(end2) + " (250ms) · token 2", ""},
+	}
+	if len(runs) != len(want) {
+		t.Fatalf("the timeline shows %d runs, want %d:\n%s", len(runs), len(want), html)
+	}
+	for i, w := range want {
+		r := runs[i]
+		if r.class != w.status || !strings.Contains(r.body, fmt.Sprintf("attempt %d on <code>%s</code>", i+1, w.worker)) ||
+			!strings.Contains(r.body, `<div class="when">`+w.when+`</div>`) {
+			t.Errorf("run %d is %q %q, want %s, attempt %d on %s, %s", i+1, r.class, r.body, w.status, i+1, w.worker, w.when)
+		}
+		if hasErr := strings.Contains(r.body, `<div class="err">`); hasErr != (w.err != "") || !strings.Contains(r.body, w.err) {
+			t.Errorf("run %d: error shown %v in %q, want %q", i+1, hasErr, r.body, w.err)
+		}
+	}
+	_, html = getPage(t, e.srv.Client(), e.srv.URL+"/jobs/"+e.ids.running)
+	runs = timelineItems(t, html)
+	if len(runs) != 1 || runs[0].class != "running" || !strings.Contains(runs[0].body, "still running") ||
+		!strings.Contains(runs[0].body, "attempt 1 on <code>w1</code>") {
+		t.Errorf("the running job's timeline is %+v, want one running attempt of w1, still running", runs)
+	}
+}
+
+// timelineRun is one entry of a job page's timeline.
+type timelineRun struct{ class, body string }
+
+var timelineItem = regexp.MustCompile(`(?s)<li class="([a-z]+)" data-run="[^"]+">(.*?)</li>`)
+
+// timelineItems returns the entries of the timeline of a job page, in
+// page order.
+func timelineItems(t *testing.T, html string) []timelineRun {
+	t.Helper()
+	start := strings.Index(html, `<ol class="timeline" id="timeline">`)
+	if start < 0 {
+		return nil
+	}
+	end := strings.Index(html[start:], "</ol>")
+	if end < 0 {
+		t.Fatal("the timeline is not closed")
+	}
+	var out []timelineRun
+	for _, m := range timelineItem.FindAllStringSubmatch(html[start:start+end], -1) {
+		out = append(out, timelineRun{class: m[1], body: m[2]})
+	}
+	return out
 }
