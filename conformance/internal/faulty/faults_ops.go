@@ -83,6 +83,24 @@ func init() {
 		wrap:     func(b core.QueueBackend) core.QueueBackend { return countSearchFilterOnly{base{b}} },
 	})
 	register(Fault{
+		Name:     "search-ignores-id-prefix",
+		What:     "SearchJobs and CountSearch ignore JobSearch.IDPrefix",
+		CaughtBy: []string{"Search/Filters", "Search/FiltersDescending", "Search/Count"},
+		wrap:     func(b core.QueueBackend) core.QueueBackend { return searchIgnoresIDPrefix{base{b}} },
+	})
+	register(Fault{
+		Name:     "search-created-to-inclusive",
+		What:     "SearchJobs and CountSearch include jobs created exactly at the Created range's upper bound",
+		CaughtBy: []string{"Search/Filters", "Search/FiltersDescending", "Search/Count"},
+		wrap:     func(b core.QueueBackend) core.QueueBackend { return searchCreatedToInclusive{base{b}} },
+	})
+	register(Fault{
+		Name:     "search-ignores-finished",
+		What:     "SearchJobs and CountSearch ignore JobSearch.Finished",
+		CaughtBy: []string{"Search/Filters", "Search/FiltersDescending", "Search/Count"},
+		wrap:     func(b core.QueueBackend) core.QueueBackend { return searchIgnoresFinished{base{b}} },
+	})
+	register(Fault{
 		Name:     "run-paging-skips",
 		What:     "ListAllRuns drops the first run after a cursor",
 		CaughtBy: []string{"Runs/ListFilters", "Runs/ListFiltersDescending", "Runs/TokenOrder", "Runs/PaginationWhileRunsAdded"},
@@ -406,6 +424,56 @@ func (c countSearchFilterOnly) CountSearch(ctx context.Context, q core.JobSearch
 		return nil, err
 	}
 	return c.QueueBackend.CountJobs(ctx, q.JobFilter)
+}
+
+// searchIgnoresIDPrefix drops the id prefix from every valid search.
+type searchIgnoresIDPrefix struct{ base }
+
+func (s searchIgnoresIDPrefix) SearchJobs(ctx context.Context, q core.JobSearch) (core.JobPage, error) {
+	return s.base.SearchJobs(ctx, ifValid(q, func(q *core.JobSearch) { q.IDPrefix = "" }))
+}
+
+func (s searchIgnoresIDPrefix) CountSearch(ctx context.Context, q core.JobSearch) (map[core.JobState]int64, error) {
+	return s.base.CountSearch(ctx, ifValid(q, func(q *core.JobSearch) { q.IDPrefix = "" }))
+}
+
+// searchCreatedToInclusive moves the Created range's upper bound of every
+// valid search one nanosecond later, so a job created exactly at it
+// matches.
+type searchCreatedToInclusive struct{ base }
+
+func createdToInclusive(q *core.JobSearch) {
+	if !q.Created.To.IsZero() {
+		q.Created.To = q.Created.To.Add(time.Nanosecond)
+	}
+}
+
+func (s searchCreatedToInclusive) SearchJobs(ctx context.Context, q core.JobSearch) (core.JobPage, error) {
+	return s.base.SearchJobs(ctx, ifValid(q, createdToInclusive))
+}
+
+func (s searchCreatedToInclusive) CountSearch(ctx context.Context, q core.JobSearch) (map[core.JobState]int64, error) {
+	return s.base.CountSearch(ctx, ifValid(q, createdToInclusive))
+}
+
+// searchIgnoresFinished drops the Finished range from every valid search.
+type searchIgnoresFinished struct{ base }
+
+func (s searchIgnoresFinished) SearchJobs(ctx context.Context, q core.JobSearch) (core.JobPage, error) {
+	return s.base.SearchJobs(ctx, ifValid(q, func(q *core.JobSearch) { q.Finished = core.TimeRange{} }))
+}
+
+func (s searchIgnoresFinished) CountSearch(ctx context.Context, q core.JobSearch) (map[core.JobState]int64, error) {
+	return s.base.CountSearch(ctx, ifValid(q, func(q *core.JobSearch) { q.Finished = core.TimeRange{} }))
+}
+
+// ifValid returns q changed by change when q is a valid search, and q
+// itself otherwise, so that invalid searches are still refused.
+func ifValid(q core.JobSearch, change func(*core.JobSearch)) core.JobSearch {
+	if core.ValidateJobSearch(q) == nil {
+		change(&q)
+	}
+	return q
 }
 
 // runPagingSkips drops the first run of every page that follows a cursor.
