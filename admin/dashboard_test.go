@@ -16,28 +16,30 @@ import (
 	"github.com/boson-go/boson/core"
 )
 
-// page fetches a dashboard page through the prefix and returns its status and HTML.
+// getPage fetches a dashboard page and returns its status and HTML.
 func getPage(t *testing.T, c *http.Client, u string) (int, string) {
 	t.Helper()
-	resp, err := c.Get(u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return readPage(t)(c.Get(u))
 }
 
 // postPage posts form to a dashboard page and returns its status and HTML.
 func postPage(t *testing.T, c *http.Client, u string, form url.Values) (int, string) {
 	t.Helper()
-	resp, err := c.PostForm(u, form)
-	if err != nil {
-		t.Fatal(err)
+	return readPage(t)(c.PostForm(u, form))
+}
+
+// readPage returns a reader of a page's answer: its status and HTML, or
+// the request's error as t's failure.
+func readPage(t *testing.T) func(*http.Response, error) (int, string) {
+	return func(resp *http.Response, err error) (int, string) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
 }
 
 // mounted serves h under /ops/admin the way users are told to.

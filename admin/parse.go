@@ -158,16 +158,13 @@ func parseRange(q url.Values, name string) (core.TimeRange, error) {
 // copied from a table can be pasted into the form.
 const shownTime = "2006-01-02 15:04:05.999999999Z07:00"
 
-// parseTime reads an RFC 3339 time, or one in the dashboard's own
-// layout; either names its zone.
+// parseTime reads a time in the dashboard's own layout or in RFC 3339;
+// either names its zone. A time in neither gets RFC 3339's error.
 func parseTime(v string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339Nano, v)
-	if err != nil {
-		if t2, err2 := time.Parse(shownTime, v); err2 == nil {
-			return t2, nil
-		}
+	if t, err := time.Parse(shownTime, v); err == nil {
+		return t, nil
 	}
-	return t, err
+	return time.Parse(time.RFC3339Nano, v)
 }
 
 // decodeStrict decodes exactly one JSON value into v, refusing unknown
