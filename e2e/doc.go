@@ -20,6 +20,15 @@
 // default and the full 100,000 with BOSON_E2E_BULK_FULL=1 (or any multiple
 // of 10 with BOSON_E2E_BULK_N).
 //
+// admin_test.go serves the admin handler (JSON API and dashboard) with
+// /metrics beside it, as `boson serve` mounts them, over every backend and
+// the Redis Cluster, each part on a fresh store seeded with the same jobs:
+// the search filters, task list, single-job and bulk actions and queue
+// stats of the API, the dashboard's queue counts, job timeline, failed
+// jobs by error and activity chart (the same from a second handler on the
+// same store), and the queue gauges of /metrics as the Prometheus text
+// parser reads them, all against exact expectations.
+//
 // Scenarios decide time with a core.ManualClock and wait for outcomes on
 // conditions with deadlines, never on fixed sleeps.
 //

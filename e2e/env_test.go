@@ -45,11 +45,17 @@ type env struct {
 var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 
 func newEnv(t *testing.T, f backendFactory) *env {
+	return newEnvOn(t, f, f.New)
+}
+
+// newEnvOn is newEnv with the backend that open returns (one of f's
+// constructors) instead of f.New's.
+func newEnvOn(t *testing.T, f backendFactory, open func(testing.TB, core.Clock) core.QueueBackend) *env {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	clock := core.NewManualClock(epoch)
 	e := &env{T: t, ctx: ctx, clock: clock, factory: f}
-	e.b = f.New(t, clock)
+	e.b = open(t, clock)
 	e.client = e.newClient(e.b)
 	return e
 }

@@ -82,8 +82,10 @@ var declareScenarios = []scenario{
 	}},
 }
 
-func nonZeroCounts(m map[core.JobState]int64) map[core.JobState]int64 {
-	out := map[core.JobState]int64{}
+// nonZeroCounts returns m without its zero counts (stores differ in
+// whether they report them).
+func nonZeroCounts[K comparable](m map[K]int64) map[K]int64 {
+	out := map[K]int64{}
 	for k, v := range m {
 		if v != 0 {
 			out[k] = v
