@@ -178,8 +178,8 @@ func bulkDeleteWhileWorkers(e *env, force bool) {
 	for round := range rounds {
 		queue := fmt.Sprint("q", round)
 		e.enqueueN(queue, "t", n)
-		w := e.startWorkers(queue, 4, 10, 5*time.Millisecond)
-		tot := e.bulkAll(core.BulkRequest{Action: core.BulkDelete, Force: force, Limit: 100, Search: core.JobSearch{JobFilter: core.JobFilter{Queue: queue}}})
+		w := e.startWorkers(queue, 4, 5, 5*time.Millisecond)
+		tot := e.bulkAll(core.BulkRequest{Action: core.BulkDelete, Force: force, Limit: 20, Search: core.JobSearch{JobFilter: core.JobFilter{Queue: queue}}})
 		w.halt()
 		m := e.count(core.JobFilter{Queue: queue})
 		left := total(m)
