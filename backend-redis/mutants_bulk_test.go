@@ -23,7 +23,7 @@ var bulkMutants = []mutants.Mutant{{
 	Breaks: []string{mutants.BulkAtomic},
 	Edits: []mutants.Edit{{File: "bulk.go",
 		Find: "\tout, err := b.run(ctx, scriptBulk, jobs[0].Queue, args...)\n",
-		Replace: "\tvar outs []any\n\tvar err error\n\tfor i := 2; i < len(args) && err == nil; i += 2 {\n" +
+		Replace: "\tvar outs []any\n\tfor i := 2; i < len(args) && err == nil; i += 2 {\n" +
 			"\t\tvar o any\n\t\to, err = b.run(ctx, scriptBulk, jobs[0].Queue, args[0], args[1], args[i], args[i+1])\n" +
 			"\t\ta, _ := o.([]any)\n\t\touts = append(outs, a...)\n\t}\n\tvar out any = outs\n"}},
 	CaughtBy: []string{"Bulk/AtomicStep"},
