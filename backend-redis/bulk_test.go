@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/boson-go/boson/core"
 	"github.com/redis/go-redis/v9"
@@ -63,6 +64,45 @@ func TestBulkStepPerSlot(t *testing.T) {
 			}
 			if changed != runs*run || counts[core.StateCancelled] != runs*run {
 				t.Fatalf("the steps changed %d jobs, leaving %v; want all %d cancelled", changed, counts, runs*run)
+			}
+		})
+	}
+}
+
+// TestDeleteWaiterAfterChild deletes, in one script, a job a sleeping job
+// awaits and then the sleeping job, by a bulk delete in descending order
+// (the child, the newer id, first) and by a DeleteQueue step (the task
+// index puts task "child" first): the child's deletion counts it and wakes
+// the waiter, whose deletion then drops it, and the script writes no
+// record of the deleted waiter back.
+func TestDeleteWaiterAfterChild(t *testing.T) {
+	for _, how := range []string{"bulk", "queue"} {
+		t.Run(how, func(t *testing.T) {
+			ctx := context.Background()
+			b := newBackend(t, standaloneClient(t), Options{})
+			b.mustEnqueue(t, core.EnqueueRequest{Queue: "q", Task: "parent"})
+			jobs, err := b.Claim(ctx, core.ClaimRequest{Queue: "q", WorkerID: "w", Limit: 1, LeaseTTL: time.Minute})
+			if err != nil || len(jobs) != 1 {
+				t.Fatalf("claim = %v, %v", jobs, err)
+			}
+			child := b.mustEnqueue(t, core.EnqueueRequest{Queue: "q", Task: "child"})
+			if _, err := b.AwaitJobs(ctx, core.AwaitRequest{Lease: jobs[0].Lease, JobIDs: []string{child.ID}, Mode: core.AwaitAll}); err != nil {
+				t.Fatal(err)
+			}
+			if how == "bulk" {
+				res, err := core.Bulk(ctx, b, core.BulkRequest{Action: core.BulkDelete, Limit: 10, Search: core.JobSearch{JobFilter: core.JobFilter{Queue: "q", Desc: true}}})
+				if err != nil || res.Changed != 2 || !res.Done {
+					t.Fatalf("bulk delete = %+v, %v; want both jobs deleted", res, err)
+				}
+			} else {
+				res, err := b.DeleteQueue(ctx, core.DeleteQueueRequest{Queue: "q", Limit: 10})
+				if err != nil || res.Deleted != 2 || !res.Done {
+					t.Fatalf("delete queue = %+v, %v; want both jobs deleted", res, err)
+				}
+			}
+			n, err := b.rdb.HLen(ctx, b.ks.queueKeys("q")[kJob]).Result()
+			if err != nil || n != 0 {
+				t.Fatalf("the job hash holds %d fields (%v), want none", n, err)
 			}
 		})
 	}

@@ -239,7 +239,10 @@ local function flush(k)
     local a, xa = RS, nil
     for _, id in ipairs(JW) do
       local jk = JK[id]
-      if jk then
+      if not J[id] then
+        -- changed, then deleted by the same call (a waiter woken by the
+        -- deletion of its child, then deleted itself): nothing to write
+      elseif jk then
         -- a record of another queue (see kq) goes to its own job hash
         xa = xa or {}
         local t = xa[jk]
