@@ -177,7 +177,7 @@ func Run(t *testing.T, tgt Target, ms []Mutant) {
 		}
 		seen[m.Name] = true
 		for _, p := range m.Breaks {
-			if !slices.Contains(Properties, p) && !slices.Contains(AwaitProperties, p) {
+			if !slices.Contains(Properties, p) && !slices.Contains(AwaitProperties, p) && !slices.Contains(BulkProperties, p) {
 				t.Fatalf("mutants: %q breaks unknown property %q", m.Name, p)
 			}
 		}
