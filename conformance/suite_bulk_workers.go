@@ -164,22 +164,26 @@ func bulkRetryWhileWorkers(e *env) {
 	requireEq(e.t, w.lost, 0, "completes refused")
 }
 
-// bulkDeleteWhileWorkers deletes a queue's jobs in steps while workers
-// claim them, hold each claim for a few milliseconds and complete the
-// jobs. Without force, a job running when a step reaches it is left
-// alone: one its search saw running is not visited, one a worker claimed
-// after the search is skipped. So no complete is refused, and the jobs
-// left are the ones not deleted, all succeeded. The rounds repeat the
-// race until a step has skipped a job (or 16 have run). With force, one
-// round deletes every job, running or not.
+// bulkDeleteWhileWorkers deletes a queue's jobs in steps of 10 while four
+// workers claim five jobs at a time, hold each claim for half a
+// millisecond, as handlers do, and complete the jobs: with steps that
+// small, claims land between a step's search and its change even on a
+// store whose steps take well under a millisecond, and the jobs they take
+// are still running when the step changes them. Without force, a job
+// running when a step reaches it is left alone: one its search saw
+// running is not visited, one a worker claimed after the search is
+// skipped. So no complete is refused, and the jobs left are the ones not
+// deleted, all succeeded. The rounds repeat the race until a step has
+// skipped a job (or 16 have run). With force, one round deletes every
+// job, running or not.
 func bulkDeleteWhileWorkers(e *env, force bool) {
 	const n, rounds = 300, 16
 	skipped := 0
 	for round := range rounds {
 		queue := fmt.Sprint("q", round)
 		e.enqueueN(queue, "t", n)
-		w := e.startWorkers(queue, 4, 5, 5*time.Millisecond)
-		tot := e.bulkAll(core.BulkRequest{Action: core.BulkDelete, Force: force, Limit: 20, Search: core.JobSearch{JobFilter: core.JobFilter{Queue: queue}}})
+		w := e.startWorkers(queue, 4, 5, 500*time.Microsecond)
+		tot := e.bulkAll(core.BulkRequest{Action: core.BulkDelete, Force: force, Limit: 10, Search: core.JobSearch{JobFilter: core.JobFilter{Queue: queue}}})
 		w.halt()
 		m := e.count(core.JobFilter{Queue: queue})
 		left := total(m)

@@ -164,6 +164,29 @@ type BulkActor interface {
 	BulkStep(ctx context.Context, req BulkRequest) (BulkResult, error)
 }
 
+// BulkPage starts a native bulk step: it validates req and reads the
+// step's page from js, up to req.Limit jobs matching req.Search after
+// req.Cursor in SearchJobs order. It returns the page's job ids, in that
+// order, and a result whose Next and Done are the page's; on an error, a
+// result whose Next is req.Cursor. A [BulkActor] then applies the action
+// to the ids and counts each with [BulkResult.Record].
+func BulkPage(ctx context.Context, js JobSearcher, req BulkRequest) ([]string, BulkResult, error) {
+	if err := ValidateBulk(req); err != nil {
+		return nil, BulkResult{}, err
+	}
+	s := req.Search
+	s.Limit, s.Cursor = req.Limit, req.Cursor
+	page, err := js.SearchJobs(ctx, s)
+	if err != nil {
+		return nil, BulkResult{Next: req.Cursor}, err
+	}
+	ids := make([]string, len(page.Jobs))
+	for i, j := range page.Jobs {
+		ids[i] = j.ID
+	}
+	return ids, BulkResult{Next: page.Next, Done: page.Next == ""}, nil
+}
+
 // Bulk runs one bounded step of a bulk action on b: it reads up to
 // req.Limit jobs matching req.Search from SearchJobs pages, from
 // req.Cursor on, and applies the action to each with b's own per-job call

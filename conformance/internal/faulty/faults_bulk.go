@@ -69,7 +69,7 @@ func (b bulkStaleState) BulkStep(ctx context.Context, req core.BulkRequest) (cor
 	if err != nil {
 		return core.BulkResult{Next: req.Cursor}, err
 	}
-	time.Sleep(2 * time.Millisecond)
+	time.Sleep(200 * time.Microsecond)
 	res := core.BulkResult{Next: page.Next, Done: page.Next == ""}
 	for _, j := range page.Jobs {
 		res.Record(j.ID, b.DeleteJob(ctx, j.ID, true))
