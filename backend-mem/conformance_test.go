@@ -16,7 +16,7 @@ var harness = conformance.Harness{
 		t.Cleanup(func() { _ = b.Close() })
 		return b
 	},
-	Capabilities: conformance.Capabilities{Notify: true, Runs: true, Search: true, Tasks: true, Delete: true, Flow: true, Declare: true, Await: true},
+	Capabilities: conformance.Capabilities{Notify: true, Runs: true, Search: true, Tasks: true, Delete: true, AtomicBulk: true, Flow: true, Declare: true, Await: true},
 }
 
 func TestConformance(t *testing.T) { conformance.Run(t, harness) }

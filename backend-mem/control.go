@@ -27,9 +27,12 @@ func (b *Backend) Cancel(ctx context.Context, jobID, reason string) (core.Job, e
 		return core.Job{}, err
 	}
 	defer b.mu.Unlock()
-	s := b.s
-	now := b.now()
+	return b.s.cancelID(jobID, reason, b.now())
+}
 
+// cancelID is Cancel under the lock, with reason already defaulted and
+// truncated.
+func (s *store) cancelID(jobID, reason string, now time.Time) (core.Job, error) {
 	r := s.ids.find(jobID)
 	switch {
 	case r == nil:
@@ -58,9 +61,11 @@ func (b *Backend) Retry(ctx context.Context, jobID string) (core.Job, error) {
 		return core.Job{}, err
 	}
 	defer b.mu.Unlock()
-	s := b.s
-	now := b.now()
+	return b.s.retryID(jobID, b.now())
+}
 
+// retryID is Retry under the lock.
+func (s *store) retryID(jobID string, now time.Time) (core.Job, error) {
 	r := s.ids.find(jobID)
 	if r == nil {
 		return core.Job{}, fmt.Errorf("%w: job %q", core.ErrNotFound, jobID)

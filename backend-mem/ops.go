@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/boson-go/boson/core"
 )
@@ -267,16 +268,19 @@ func (b *Backend) SearchJobs(ctx context.Context, q core.JobSearch) (core.JobPag
 		return core.JobPage{}, err
 	}
 	defer b.mu.Unlock()
-	s := b.s
+	return b.s.search(&q), nil
+}
 
+// search is SearchJobs under the lock, for a valid q.
+func (s *store) search(q *core.JobSearch) core.JobPage {
 	idx, fq, ft, ok := s.scope(q.Queue, q.Task)
 	if !ok {
-		return core.JobPage{}, nil
+		return core.JobPage{}
 	}
 	size := q.PageSize()
 	var page core.JobPage
 	visit := func(r *jobRec) (done bool) {
-		if r == nil || !searchMatch(r, &q, fq, ft) {
+		if r == nil || !searchMatch(r, q, fq, ft) {
 			return false
 		}
 		if len(page.Jobs) == size {
@@ -301,7 +305,7 @@ func (b *Backend) SearchJobs(ctx context.Context, q core.JobSearch) (core.JobPag
 				break
 			}
 		}
-		return page, nil
+		return page
 	}
 	if q.Desc {
 		for i := idx.before(q.Cursor); i >= 0 && !visit(idx.rec(i)); i-- {
@@ -310,7 +314,7 @@ func (b *Backend) SearchJobs(ctx context.Context, q core.JobSearch) (core.JobPag
 		for i := idx.after(q.Cursor); i < idx.len() && !visit(idx.rec(i)); i++ {
 		}
 	}
-	return page, nil
+	return page
 }
 
 // CountSearch counts the jobs matching q by state, omitting zero counts.
@@ -421,15 +425,19 @@ func (b *Backend) DeleteJob(ctx context.Context, jobID string, force bool) error
 		return err
 	}
 	defer b.mu.Unlock()
-	now := b.now()
-	r, err := b.s.get(jobID)
+	return b.s.deleteID(jobID, force, b.now())
+}
+
+// deleteID is DeleteJob under the lock.
+func (s *store) deleteID(jobID string, force bool, now time.Time) error {
+	r, err := s.get(jobID)
 	if err != nil {
 		return err
 	}
 	if r.jobBody != nil && r.job.State == core.StateRunning && !force {
 		return fmt.Errorf("%w: job %s is running; cancel it first or force the deletion", core.ErrInvalidState, jobID)
 	}
-	b.s.delete(r, now)
+	s.delete(r, now)
 	return nil
 }
 

@@ -94,6 +94,8 @@ func (s *state) applyCmd(c *command) (outcome, error) {
 		return s.applyCreateQueue(c), nil
 	case opAwait:
 		return s.applyAwait(c), nil
+	case opBulk:
+		return s.applyBulk(c)
 	}
 	return outcome{}, fmt.Errorf("natsq: %w: %q, command %d of %s", errUnknownCommand, c.Op, c.Req, c.Origin)
 }
@@ -439,40 +441,67 @@ func (s *state) applyRescue(c *command) outcome {
 }
 
 func (s *state) applyCancel(c *command) outcome {
-	r, ok := s.jobs[c.JobID]
+	return jobOutcome(s.cancelID(c.JobID, c.Reason, c))
+}
+
+// cancelID is the transition of a cancel command on job id: a queued,
+// running or sleeping job is cancelled with reason, a cancelled one is
+// left as it is (without error), and a finished or missing one is refused
+// with an error wrapping core.ErrInvalidState or core.ErrNotFound. The
+// cancel and bulk commands share it.
+func (s *state) cancelID(id, reason string, c *command) (*jobRec, error) {
+	r, ok := s.jobs[id]
 	if !ok {
-		return outcome{err: fmt.Errorf("%w: job %s", core.ErrNotFound, c.JobID)}
+		return nil, fmt.Errorf("%w: job %s", core.ErrNotFound, id)
 	}
 	switch r.job.State {
 	case core.StateCancelled:
-		return outcome{job: copyJob(r.job)}
+		return r, nil
 	case core.StateSucceeded, core.StateFailed:
-		return outcome{err: fmt.Errorf("%w: job %s is %s", core.ErrInvalidState, c.JobID, r.job.State)}
+		return nil, fmt.Errorf("%w: job %s is %s", core.ErrInvalidState, id, r.job.State)
 	}
-	s.cancelJob(r, c, c.Reason)
-	return outcome{job: copyJob(r.job)}
+	s.cancelJob(r, c, reason)
+	return r, nil
 }
 
 func (s *state) applyRetry(c *command) outcome {
-	r, ok := s.jobs[c.JobID]
+	return jobOutcome(s.retryID(c.JobID, c.Now))
+}
+
+// retryID is the transition of a retry command on job id at now: a failed
+// or cancelled job is queued again, due now, with one more attempt when it
+// spent its budget; any other state is refused with an error wrapping
+// core.ErrInvalidState, a missing job with core.ErrNotFound. The retry and
+// bulk commands share it.
+func (s *state) retryID(id string, now time.Time) (*jobRec, error) {
+	r, ok := s.jobs[id]
 	if !ok {
-		return outcome{err: fmt.Errorf("%w: job %s", core.ErrNotFound, c.JobID)}
+		return nil, fmt.Errorf("%w: job %s", core.ErrNotFound, id)
 	}
 	if r.job.State != core.StateFailed && r.job.State != core.StateCancelled {
-		return outcome{err: fmt.Errorf("%w: job %s is %s; only failed or cancelled jobs can be retried", core.ErrInvalidState, c.JobID, r.job.State)}
+		return nil, fmt.Errorf("%w: job %s is %s; only failed or cancelled jobs can be retried", core.ErrInvalidState, id, r.job.State)
 	}
-	if err := s.retakeKey(r, c.Now); err != nil {
-		return outcome{err: err}
+	if err := s.retakeKey(r, now); err != nil {
+		return nil, err
 	}
 	s.unindex(r)
 	r.holdsSeq = false
 	r.job.State = core.StateQueued
-	r.job.RunAt = c.Now
+	r.job.RunAt = now
 	r.job.FinishedAt = time.Time{}
 	if r.job.Attempt >= r.job.MaxAttempts {
 		r.job.MaxAttempts = r.job.Attempt + 1
 	}
 	s.index(r)
+	return r, nil
+}
+
+// jobOutcome is the outcome of a per-job transition: a copy of the job it
+// left, or its error.
+func jobOutcome(r *jobRec, err error) outcome {
+	if err != nil {
+		return outcome{err: err}
+	}
 	return outcome{job: copyJob(r.job)}
 }
 
@@ -508,15 +537,23 @@ func (s *state) applyCleanup(c *command) (outcome, error) {
 // forces it; a forced deletion supersedes the lease, since every fenced
 // command of the old lease then finds no job and fails with ErrLeaseLost.
 func (s *state) applyDeleteJob(c *command) outcome {
-	r, ok := s.jobs[c.JobID]
+	return outcome{err: s.deleteID(c.JobID, c.Force)}
+}
+
+// deleteID is the transition of a delete_job command on job id: the job
+// is removed unless it is running and force is false, which is refused
+// with an error wrapping core.ErrInvalidState (a missing job with
+// core.ErrNotFound). The delete_job and bulk commands share it.
+func (s *state) deleteID(id string, force bool) error {
+	r, ok := s.jobs[id]
 	if !ok {
-		return outcome{err: fmt.Errorf("%w: job %s", core.ErrNotFound, c.JobID)}
+		return fmt.Errorf("%w: job %s", core.ErrNotFound, id)
 	}
-	if r.job.State == core.StateRunning && !c.Force {
-		return outcome{err: fmt.Errorf("%w: job %s is running; cancel it first or force the deletion", core.ErrInvalidState, c.JobID)}
+	if r.job.State == core.StateRunning && !force {
+		return fmt.Errorf("%w: job %s is running; cancel it first or force the deletion", core.ErrInvalidState, id)
 	}
 	s.remove(r)
-	return outcome{}
+	return nil
 }
 
 // applyDeleteQueue removes up to c.Limit jobs of c.Queue, whatever their

@@ -30,6 +30,8 @@ const (
 	opCreateQueue op = "create_queue"
 	// opAwait parks a running job on other jobs (core.Awaiter); version 5.
 	opAwait op = "await"
+	// opBulk is one step of a bulk action (core.BulkActor); version 6.
+	opBulk op = "bulk"
 	// opGroup carries several commands of one process in one message.
 	opGroup op = "group"
 )
@@ -40,12 +42,13 @@ const (
 // opDeleteQ), 3 for the commands that use flow control (an enqueue of a
 // job with a limit key, a sequence key or a unique mode, and a task or
 // queue config with a flow limit), which a version without flow control
-// would apply differently, 4 for opCreateQueue, 5 for opAwait. A replica
+// would apply differently, 4 for opCreateQueue, 5 for opAwait, 6 for
+// opBulk. A replica
 // meets a command of a newer version, or one whose kind it does not know,
 // by stopping (see failStopLocked) rather than by skipping it, so replicas
 // of two versions never drift apart: upgrade every process of a namespace
 // before any of them issues such a command.
-const commandVersion = 5
+const commandVersion = 6
 
 // flowVersion is the command version of commands that use flow control.
 const flowVersion = 3
@@ -60,6 +63,11 @@ const declareVersion = 4
 // stops at the first one, before any wait exists that its transitions
 // would fail to count.
 const awaitVersion = 5
+
+// bulkVersion is the version of opBulk. A replica of an older version
+// stops at the first one (a command of a newer version) rather than skip
+// a step that every newer replica applies.
+const bulkVersion = 6
 
 // command is one entry of the log. It carries everything a replica needs to
 // apply it deterministically: the issuer's time, the ids it chose, and the
@@ -100,6 +108,9 @@ type command struct {
 	Force bool `json:"force,omitempty"`
 	// Await is the request of an opAwait command; its lease is Lease.
 	Await *awaitCmd `json:"await,omitempty"`
+	// Bulk is the step of an opBulk command; its cancellation reason is
+	// Reason and its force Force.
+	Bulk *bulkCmd `json:"bulk,omitempty"`
 	// Group holds the encoded commands of an opGroup command.
 	Group []json.RawMessage `json:"group,omitempty"`
 }

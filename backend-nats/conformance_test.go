@@ -26,7 +26,7 @@ func harnessWith(name string, nc *nats.Conn, base natsq.Options) conformance.Har
 			opts.DecisionClock, opts.Limits = o.Clock, o.Limits
 			return newBackend(t, nc, opts)
 		},
-		Capabilities:  conformance.Capabilities{Notify: true, Runs: true, Search: true, Tasks: true, Delete: true, Flow: true, Declare: true, Await: true},
+		Capabilities:  conformance.Capabilities{Notify: true, Runs: true, Search: true, Tasks: true, Delete: true, AtomicBulk: true, Flow: true, Declare: true, Await: true},
 		FlowExactJobs: exactJobs,
 	}
 }

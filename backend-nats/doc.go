@@ -12,7 +12,8 @@
 // per namespace, named BOSON_<namespace> on the subjects
 // boson.<namespace>.log (and .part, below). An enqueue batch, a claim, a
 // batch of completions, a heartbeat, a failure, a cancel, a config change,
-// a cleanup pass and a deletion are each one command. The stream is the
+// a cleanup pass, a deletion and a step of a bulk action are each one
+// command. The stream is the
 // only truth.
 //
 // Each Backend is a replica of the store. An ordered consumer delivers the
@@ -134,6 +135,21 @@
 // due, they return at once without appending a command, so idle workers do
 // not grow the log. A job that another process enqueued an instant earlier
 // is then found by the next claim, which the Subscribe signal prompts.
+//
+// # Bulk actions
+//
+// The Backend implements core.BulkActor. One step of a bulk action is one
+// command (bulk, command version 6) carrying the action, the cancellation
+// reason, force and the ids of the step's page, which the issuer reads
+// from its replica with SearchJobs. Every replica applies the action to
+// each id in turn, in that one command under its lock, with the
+// transition a cancel, retry or delete_job command applies (the same
+// code), so a job that a worker claimed or finished since the search is
+// skipped, never forced, and no reader of any replica sees a step half
+// applied. The outcome of each job (changed, refused, failed) comes back
+// to the caller as every command's outcome does. A step's 1,000 ids of at
+// most 128 bytes take about 130 kB; a command over the server's
+// max_payload is stored in parts (see above) and still applied whole.
 //
 // # Flow control
 //

@@ -145,8 +145,34 @@ var storeMutants = []mutants.Mutant{{
 	CaughtBy: []string{"FlowUnique/WhileActiveFreedBySuccess", "FlowUnique/ByPeriod"},
 }}
 
+// bulkMutants break the native bulk step (bulk.go, and the per-job
+// transitions of apply.go that it shares with Cancel and DeleteJob): its
+// state check beside workers, and its single command.
+var bulkMutants = []mutants.Mutant{{
+	Name:     "bulk-delete-ignores-running",
+	Breaks:   []string{mutants.BulkStateCheck},
+	Edits:    []mutants.Edit{{File: "apply.go", Find: "if r.job.State == core.StateRunning && !force {", Replace: "if r.job.State == core.StateRunning && !force && false {"}},
+	CaughtBy: []string{"Bulk/DeleteWhileWorkers"},
+}, {
+	Name:   "bulk-cancel-finished",
+	Breaks: []string{mutants.BulkStateCheck},
+	Edits: []mutants.Edit{{File: "apply.go", Find: "\tcase core.StateSucceeded, core.StateFailed:\n\t\treturn nil, fmt.Errorf(\"%w: job %s is %s\", core.ErrInvalidState, id, r.job.State)\n",
+		Replace: "\tcase core.StateSucceeded, core.StateFailed:\n"}},
+	CaughtBy: []string{"Bulk/CancelWhileWorkers"},
+}, {
+	Name:   "bulk-command-per-job",
+	Breaks: []string{mutants.BulkAtomic},
+	Edits: []mutants.Edit{{File: "bulk.go",
+		Find:    "\tout, err := b.exec(ctx, &command{Op: opBulk, V: bulkVersion, Now: b.stamp(),\n\t\tBulk: &bulkCmd{Action: req.Action, IDs: ids}, Reason: cancelReason(req.Reason), Force: req.Force})\n",
+		Replace: "\tvar out outcome\n\tfor _, id := range ids {\n\t\tvar one outcome\n\t\tif one, err = b.exec(ctx, &command{Op: opBulk, V: bulkVersion, Now: b.stamp(),\n\t\t\tBulk: &bulkCmd{Action: req.Action, IDs: []string{id}}, Reason: cancelReason(req.Reason), Force: req.Force}); err != nil || one.err != nil {\n\t\t\tout.err = one.err\n\t\t\tbreak\n\t\t}\n\t\tout.errs = append(out.errs, one.errs...)\n\t}\n"}},
+	CaughtBy: []string{"Bulk/AtomicStep"},
+}}
+
+func init() { storeMutants = append(storeMutants, bulkMutants...) }
+
 func TestMutantsCoverProperties(t *testing.T) {
-	mutants.RequireCoverage(t, storeMutants, append(slices.Clone(mutants.Properties), mutants.AwaitProperties...), 3)
+	props := append(slices.Clone(mutants.Properties), mutants.AwaitProperties...)
+	mutants.RequireCoverage(t, storeMutants, append(props, mutants.BulkProperties...), 3)
 }
 
 // TestMutants runs the suite once per mutant of the replica's code and

@@ -213,10 +213,7 @@ func (b *Backend) Cancel(ctx context.Context, jobID, reason string) (core.Job, e
 	if err := validateJobID(jobID); err != nil {
 		return core.Job{}, err
 	}
-	if reason == "" {
-		reason = "cancelled"
-	}
-	out, err := b.exec(ctx, &command{Op: opCancel, Now: b.stamp(), JobID: jobID, Reason: core.TruncateError(reason)})
+	out, err := b.exec(ctx, &command{Op: opCancel, Now: b.stamp(), JobID: jobID, Reason: cancelReason(reason)})
 	if err != nil {
 		return core.Job{}, err
 	}

@@ -10,6 +10,7 @@ import (
 	natsq "github.com/boson-go/boson/backend-nats"
 	"github.com/boson-go/boson/core"
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go/jetstream"
 )
 
 // Two backends on one namespace are two replicas of one store: what one
@@ -68,16 +69,7 @@ func TestReplicasAgree(t *testing.T) {
 // A batch larger than the server's message size is stored in parts and
 // still applies as one command.
 func TestLargeCommandsInParts(t *testing.T) {
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true,
-		StoreDir: t.TempDir(), NoLog: true, NoSigs: true, MaxPayload: 64 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	go s.Start()
-	if !s.ReadyForConnections(10 * time.Second) {
-		t.Fatal("server not ready")
-	}
-	t.Cleanup(s.Shutdown)
+	s := smallServer(t, 64<<10)
 	ctx := context.Background()
 	nc := connect(t, s.ClientURL())
 	ns := namespace("parts")
@@ -108,5 +100,71 @@ func TestLargeCommandsInParts(t *testing.T) {
 	jobs, err := b.Claim(ctx, core.ClaimRequest{Queue: "default", WorkerID: "w", Limit: 60, LeaseTTL: time.Minute})
 	if err != nil || len(jobs) != 60 || !bytes.Equal(jobs[59].Payload, payload) {
 		t.Fatalf("claim: %v %d", err, len(jobs))
+	}
+}
+
+// smallServer starts a server whose messages carry at most maxPayload
+// bytes, and stops it when the test ends.
+func smallServer(t *testing.T, maxPayload int32) *server.Server {
+	t.Helper()
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true,
+		StoreDir: t.TempDir(), NoLog: true, NoSigs: true, MaxPayload: maxPayload})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		t.Fatal("server not ready")
+	}
+	t.Cleanup(s.Shutdown)
+	return s
+}
+
+// A bulk step of core.MaxPageSize jobs on a server whose messages carry
+// 32 kB is stored in parts (its 1,000 ids take about 29 kB, more than the
+// 16 kB of command one message then carries) and still applies as one
+// command, on this replica and on one that replays the log.
+func TestBulkStepInParts(t *testing.T) {
+	s := smallServer(t, 32<<10)
+	ctx := context.Background()
+	ns := namespace("bulkparts")
+	b := newBackend(t, connect(t, s.ClientURL()), natsq.Options{Namespace: ns})
+	reqs := make([]core.EnqueueRequest, core.MaxPageSize)
+	for i := range reqs {
+		reqs[i] = core.EnqueueRequest{Queue: "q", Task: "t"}
+	}
+	for i := 0; i < len(reqs); i += 100 {
+		if _, err := b.Enqueue(ctx, reqs[i:i+100]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := core.Bulk(ctx, b, core.BulkRequest{Action: core.BulkCancel, Limit: core.MaxPageSize,
+		Search: core.JobSearch{JobFilter: core.JobFilter{Queue: "q"}}})
+	if err != nil || res.Changed != core.MaxPageSize || !res.Done {
+		t.Fatalf("bulk cancel = %+v, %v; want all %d jobs changed in one step", res, err, core.MaxPageSize)
+	}
+	js, err := jetstream.New(connect(t, s.ClientURL()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := js.Stream(ctx, natsq.StreamName(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	part := "boson." + ns + ".part"
+	info, err := st.Info(ctx, jetstream.WithSubjectFilter(part))
+	if err != nil || info.State.Subjects[part] == 0 {
+		t.Fatalf("the log holds no part of the bulk step: %v %v", info, err)
+	}
+	other, err := natsq.New(ctx, connect(t, s.ClientURL()), natsq.Options{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	for _, r := range []*natsq.Backend{b, other} {
+		n, err := r.CountJobs(ctx, core.JobFilter{Queue: "q"})
+		if err != nil || n[core.StateCancelled] != core.MaxPageSize {
+			t.Fatalf("counts after the bulk step: %v %v", n, err)
+		}
 	}
 }

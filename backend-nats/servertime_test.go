@@ -81,10 +81,12 @@ func TestServerTime(t *testing.T) {
 	}
 }
 
-// TestFailStop: a log message the backend cannot decode, or a command of a
-// newer version than it applies, stops every replica of the namespace with
-// an error wrapping core.ErrInvalidState (core.ErrUnsupported for the
-// newer command); it is never skipped, and a new replica refuses to start.
+// TestFailStop: a log message the backend cannot decode (a bulk step
+// among them), a command of a newer version than it applies, or a bulk
+// step of an action it does not know stops every replica of the namespace
+// with an error wrapping core.ErrInvalidState (core.ErrUnsupported for
+// the newer command and the unknown action); it is never skipped, and a
+// new replica refuses to start.
 func TestFailStop(t *testing.T) {
 	t.Parallel()
 	url := embeddedURL(t)
@@ -96,6 +98,16 @@ func TestFailStop(t *testing.T) {
 		"newer version": {func(id string) string {
 			return fmt.Sprintf(`{"op":"delete_job","v":99,"o":"x","r":1,"job_id":%q}`, id)
 		}, core.ErrUnsupported},
+		"bulk step of a newer version": {func(id string) string {
+			return fmt.Sprintf(`{"op":"bulk","v":99,"o":"x","r":1,"bulk":{"action":"cancel","ids":[%q]}}`, id)
+		}, core.ErrUnsupported},
+		"bulk step of an unknown action": {func(id string) string {
+			return fmt.Sprintf(`{"op":"bulk","v":6,"o":"x","r":1,"bulk":{"action":"archive","ids":[%q]}}`, id)
+		}, core.ErrUnsupported},
+		"bulk step without a body": {func(string) string { return `{"op":"bulk","v":6,"o":"x","r":1}` }, core.ErrInvalidState},
+		"undecodable bulk step": {func(string) string {
+			return `{"op":"bulk","v":6,"o":"x","r":1,"bulk":{"action":"cancel","ids":7}}`
+		}, core.ErrInvalidState},
 	} {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

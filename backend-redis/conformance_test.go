@@ -33,7 +33,7 @@ func harness(name string, base Options, client func(t testing.TB) redis.Universa
 			}
 			return b
 		},
-		Capabilities:  conformance.Capabilities{Notify: true, Runs: true, Search: true, Tasks: true, Delete: true, Flow: spans, Declare: true, Await: spans},
+		Capabilities:  conformance.Capabilities{Notify: true, Runs: true, Search: true, Tasks: true, Delete: true, Flow: spans, Declare: true, Await: spans, AtomicBulk: true},
 		FlowExactJobs: exactJobs,
 	}
 }

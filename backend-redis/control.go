@@ -53,27 +53,49 @@ func (b *Backend) jobCall(ctx context.Context, op string, s *luaScript, id strin
 	switch status {
 	case "ok":
 		return q, rest, nil
-	case "notfound":
-		return "", nil, notFound(op, id)
+	case "notfound", "conflict":
+		return "", nil, refusal(op, id, status)
 	case "state":
-		st, _ := str(rest[0])
-		return "", nil, fmt.Errorf("redisq: %s: job %s is %s: %w", op, id, st, core.ErrInvalidState)
-	case "conflict":
-		return "", nil, fmt.Errorf("redisq: %s: job %s: %w: another job holds its idempotency key", op, id, core.ErrIdempotencyConflict)
+		if st, _ := str(rest[0]); st != "" {
+			return "", nil, refusal(op, id, st)
+		}
 	}
 	return "", nil, fmt.Errorf("redisq: %s: unexpected reply %q", op, status)
 }
 
+// refusal is the error of a script's refusal to change job id, as the
+// transitions of luaLib (cancelone, retryone, deleteone) name it: an
+// error wrapping core.ErrNotFound for "notfound", core.ErrIdempotencyConflict
+// for "conflict", else core.ErrInvalidState for the state that refused it.
+// It is nil for "", a job that took the action.
+func refusal(op, id, why string) error {
+	switch why {
+	case "":
+		return nil
+	case "notfound":
+		return notFound(op, id)
+	case "conflict":
+		return fmt.Errorf("redisq: %s: job %s: %w: another job holds its idempotency key", op, id, core.ErrIdempotencyConflict)
+	}
+	return fmt.Errorf("redisq: %s: job %s is %s: %w", op, id, why, core.ErrInvalidState)
+}
+
 // Cancel cancels a queued, sleeping or running job. See core.QueueBackend.
 func (b *Backend) Cancel(ctx context.Context, jobID, reason string) (core.Job, error) {
-	if reason == "" {
-		reason = "cancelled"
-	}
-	j, err := b.jobScript(ctx, "cancel", scriptCancel, jobID, core.TruncateError(reason))
+	j, err := b.jobScript(ctx, "cancel", scriptCancel, jobID, cancelReason(reason))
 	if err == nil {
 		b.forget(jobID)
 	}
 	return j, err
+}
+
+// cancelReason is the reason a cancellation stores: reason, truncated as
+// errors are, or "cancelled" when it is empty.
+func cancelReason(reason string) string {
+	if reason == "" {
+		return "cancelled"
+	}
+	return core.TruncateError(reason)
 }
 
 // Retry queues a failed or cancelled job again. See core.QueueBackend.

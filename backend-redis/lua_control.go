@@ -1,63 +1,77 @@
 package redisq
 
-// luaCancel cancels a queued, sleeping or running job. ARGV: now, channel,
-// id, reason. Returns {'ok', job}, {'notfound'} or {'state', state}.
+// luaCancel cancels a queued, sleeping or running job (see cancelone).
+// ARGV: now, channel, id, reason. Returns {'ok', job}, {'notfound'} or
+// {'state', state}.
 const luaCancel = `
 local k = keys(1)
-local now = now_us()
 local id = ARGV[3]
-local r = get(k, id)
-if not r then return {'notfound'} end
-if r[RST] == SUCCEEDED or r[RST] == FAILED then return {'state', SN[r[RST]]} end
-if r[RST] ~= CANCELLED then
-  finish(k, id, r, CANCELLED, now, RUN_CANCELLED, ARGV[4])
-  wake()
-end
+local e, w = cancelone(k, id, now_us(), ARGV[4])
+if e then return refused(e) end
+if w then wake() end
 return {'ok', jobout(k, id)}
 `
 
-// luaRetry queues a failed or cancelled job again. A job whose key holds
-// while active takes its idempotency key again, unless another job holds
-// it by then. A job of a sequence gets back in line (see seqenter). ARGV:
-// now, channel, id. Returns {'ok', job}, {'notfound'}, {'state', state} or
-// {'conflict'}.
+// luaRetry queues a failed or cancelled job again (see retryone). ARGV:
+// now, channel, id. Returns {'ok', job}, {'notfound'}, {'state', state}
+// or {'conflict'}.
 const luaRetry = `
 local k = keys(1)
-local now = now_us()
 local id = ARGV[3]
-local r = get(k, id)
-if not r then return {'notfound'} end
-if r[RST] ~= FAILED and r[RST] ~= CANCELLED then return {'state', SN[r[RST]]} end
-if r[RUQ] == 1 and r[RIK] ~= '' then
-  local v = redis.call('HGET', k.idem, r[RIK])
-  if v and string.sub(v, 1, #id + 1) == id .. ':' then
-    local c2 = string.find(v, ':', #id + 2, true)
-    if c2 then redis.call('HSET', k.idem, r[RIK], string.sub(v, 1, c2 - 1)) end
-  else
-    local held = false
-    if v then
-      if string.find(v, '|', 1, true) then
-        held = true -- reserved by a prepared part of a batch
-      else
-        local c1 = string.find(v, ':', 1, true)
-        local c2 = string.find(v, ':', c1 + 1, true)
-        held = not c2 or now < tonumber(string.sub(v, c2 + 1))
-      end
-    end
-    if held then return {'conflict'} end
-    local fp = select(7, munpack(redis.call('HGET', k.job, id .. '|x')))
-    redis.call('HSET', k.idem, r[RIK], id .. ':' .. fp)
-  end
-end
-setstate(k, id, r, QUEUED)
-zrem(k.done, id)
-if r[RA] >= r[RMA] then r[RMA] = r[RA] + 1 end
-r[RFA], r[RRA] = 0, now
-if r[RSK] and r[RSK] ~= '' then seqenter(k, id, r, now) else place(k, id, r, now) end
-setdeadline(k, id, r)
-put(id, r)
+local e = retryone(k, id, now_us())
+if e then return refused(e) end
 wake()
 return {'ok', jobout(k, id)}
+`
+
+// luaBulk runs one step of a bulk action: it applies the action to every
+// job it names, each with the state check and effects of its per-job
+// script (cancelone, retryone, deleteone), all in this one call. The jobs
+// may be in other queues than the script's where the prefix shares one
+// slot, or one node (see kq); the client keeps a step within one queue on
+// a cluster with a slot per queue. It reads the records with one HMGET
+// per queue, deletes with one HDEL per queue, and publishes the wake-up of
+// each queue once, where a per-job script would have. ARGV: now, channel,
+// action ('cancel', 'retry' or 'delete'), the reason of a cancel or '1'
+// to force a delete, then the queue and id of each job. Returns, per job
+// in order, an empty string when it took the action, else 'notfound',
+// 'conflict' or the state that refused it.
+const luaBulk = `
+local k = keys(1)
+local now = now_us()
+local act, opt = ARGV[3], ARGV[4]
+local ks, by, order = {}, {}, {}
+for i = 5, #ARGV, 2 do
+  local q = ARGV[i]
+  if not by[q] then
+    by[q], ks[q] = {}, kq(k, q)
+    order[#order + 1] = q
+  end
+  local g = by[q]
+  g[#g + 1] = ARGV[i + 1]
+end
+for _, q in ipairs(order) do fetchk(ks[q], by[q]) end
+local out, woke, del = {}, {}, {}
+for i = 5, #ARGV, 2 do
+  local q, id = ARGV[i], ARGV[i + 1]
+  local e, w
+  if act == 'cancel' then
+    e, w = cancelone(ks[q], id, now, opt)
+  elseif act == 'retry' then
+    e, w = retryone(ks[q], id, now)
+  else
+    del[q] = del[q] or {}
+    e, w = deleteone(ks[q], id, opt == '1', del[q])
+  end
+  out[#out + 1] = e or ''
+  if w then woke[q] = true end
+end
+for _, q in ipairs(order) do
+  if del[q] and #del[q] > 0 then bulk('HDEL', ks[q].job, del[q]) end
+  local ch = ks[q]._ch or ARGV[2]
+  if woke[q] and ch ~= '' then redis.call('PUBLISH', ch, '1') end
+end
+return out
 `
 
 // luaRescue runs one bounded rescue pass over one queue: first jobs past a

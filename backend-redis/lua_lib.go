@@ -239,7 +239,10 @@ local function flush(k)
     local a, xa = RS, nil
     for _, id in ipairs(JW) do
       local jk = JK[id]
-      if jk then
+      if not J[id] then
+        -- changed, then deleted by the same call (a waiter woken by the
+        -- deletion of its child, then deleted itself): nothing to write
+      elseif jk then
         -- a record of another queue (see kq) goes to its own job hash
         xa = xa or {}
         local t = xa[jk]
@@ -478,7 +481,7 @@ local REL, SQ = {}, {}
 -- ready key of its queue, its ready member and its queue's channel. A
 -- group's members sort by queue, then in claim order.
 local function gatemember(k, id, r, grp)
-  return grp .. '#' .. k.ready .. '#' .. readykey(id, r[RPR], r[RRA]) .. '#' .. ARGV[2]
+  return grp .. '#' .. k.ready .. '#' .. readykey(id, r[RPR], r[RRA]) .. '#' .. (k._ch or ARGV[2])
 end
 
 -- gategroup is the gate group of a job held back with ready flag rd.
@@ -591,7 +594,7 @@ local function seqenter(k, id, r, now)
   local sk = r[RSK]
   local head = redis.call('HGET', k.seqh, sk)
   if head and head ~= id and id < head then
-    local hr = get(k, head)
+    local hr = getk(k, head)
     if hr and hr[RST] == QUEUED then
       unschedule(k, head, hr)
       hr[RRD] = 3
@@ -1051,6 +1054,81 @@ local function jobout(k, id)
   flush(k)
   local v = redis.call('HMGET', k.job, id .. '|x', id .. '|r')
   return {id, pk, v[1] or '', v[2] or ''}
+end
+
+-- The transitions of one job by id, for the keys k of its queue (see
+-- kq): the per-job scripts run one, a bulk step one per job. Each returns
+-- nil when the job took the action, else why not: 'notfound', 'conflict'
+-- or the state that refuses it; and, after nil, whether the queue's
+-- listeners hear of it (the script publishes once per queue).
+
+-- cancelone cancels a queued, sleeping or running job with reason; a job
+-- already cancelled is left as it is, without error.
+local function cancelone(k, id, now, reason)
+  local r = getk(k, id)
+  if not r then return 'notfound' end
+  if r[RST] == SUCCEEDED or r[RST] == FAILED then return SN[r[RST]] end
+  if r[RST] == CANCELLED then return nil, false end
+  finish(k, id, r, CANCELLED, now, RUN_CANCELLED, reason)
+  return nil, true
+end
+
+-- retryone queues a failed or cancelled job again. A job whose key holds
+-- while active takes its idempotency key again, unless another job holds
+-- it by then ('conflict'). A job of a sequence gets back in line (see
+-- seqenter).
+local function retryone(k, id, now)
+  local r = getk(k, id)
+  if not r then return 'notfound' end
+  if r[RST] ~= FAILED and r[RST] ~= CANCELLED then return SN[r[RST]] end
+  if r[RUQ] == 1 and r[RIK] ~= '' then
+    local v = redis.call('HGET', k.idem, r[RIK])
+    if v and string.sub(v, 1, #id + 1) == id .. ':' then
+      local c2 = string.find(v, ':', #id + 2, true)
+      if c2 then redis.call('HSET', k.idem, r[RIK], string.sub(v, 1, c2 - 1)) end
+    else
+      local held = false
+      if v then
+        if string.find(v, '|', 1, true) then
+          held = true -- reserved by a prepared part of a batch
+        else
+          local c1 = string.find(v, ':', 1, true)
+          local c2 = string.find(v, ':', c1 + 1, true)
+          held = not c2 or now < tonumber(string.sub(v, c2 + 1))
+        end
+      end
+      if held then return 'conflict' end
+      local fp = select(7, munpack(redis.call('HGET', k.job, id .. '|x')))
+      redis.call('HSET', k.idem, r[RIK], id .. ':' .. fp)
+    end
+  end
+  setstate(k, id, r, QUEUED)
+  zrem(k.done, id)
+  if r[RA] >= r[RMA] then r[RMA] = r[RA] + 1 end
+  r[RFA], r[RRA] = 0, now
+  if r[RSK] and r[RSK] ~= '' then seqenter(k, id, r, now) else place(k, id, r, now) end
+  setdeadline(k, id, r)
+  put(id, r)
+  return nil, true
+end
+
+-- deleteone deletes a job with everything it owns (see purge), a running
+-- one only with force, appending the job hash fields to delete to del. Its
+-- third result is the state the job was in.
+local function deleteone(k, id, force, del)
+  local r = getk(k, id)
+  if not r then return 'notfound' end
+  local st = r[RST]
+  if st == RUNNING and not force then return SN[st] end
+  purge(k, id, r, del)
+  return nil, st < SUCCEEDED, SN[st]
+end
+
+-- refused is the reply of a per-job script to a transition's refusal e:
+-- {'notfound'}, {'conflict'} or {'state', state}.
+local function refused(e)
+  if e == 'notfound' or e == 'conflict' then return {e} end
+  return {'state', e}
 end
 
 -- begin starts a call: it binds the standard functions and empties what

@@ -1,22 +1,19 @@
 package redisq
 
-// luaDeleteJob deletes one job with everything it owns (see purge). A
-// running job is deleted only when force is '1': its lease goes with it, so
-// its worker's next fenced call finds no job and fails with a lost lease.
-// ARGV: now, channel, id, force. Returns {'ok', state}, {'notfound'} or
-// {'state', 'running'}.
+// luaDeleteJob deletes one job with everything it owns (see deleteone).
+// A running job is deleted only when force is '1': its lease goes with it,
+// so its worker's next fenced call finds no job and fails with a lost
+// lease. ARGV: now, channel, id, force. Returns {'ok', state},
+// {'notfound'} or {'state', 'running'}.
 const luaDeleteJob = `
 local k = keys(1)
 local id = ARGV[3]
-local r = get(k, id)
-if not r then return {'notfound'} end
-local st = r[RST]
-if st == RUNNING and ARGV[4] ~= '1' then return {'state', SN[st]} end
 local del = {}
-purge(k, id, r, del)
+local e, w, st = deleteone(k, id, ARGV[4] == '1', del)
+if e then return refused(e) end
 bulk('HDEL', k.job, del)
-if st < SUCCEEDED then wake() end
-return {'ok', SN[st]}
+if w then wake() end
+return {'ok', st}
 `
 
 // luaDeleteQueue runs one step of deleting a queue: it deletes up to limit

@@ -64,7 +64,7 @@ var storeMutants = []mutants.Mutant{{
 }, {
 	Name:     "retry-keeps-max-attempts",
 	Breaks:   []string{mutants.RetryGrowsAttempts},
-	Edits:    []mutants.Edit{{File: "lua_control.go", Find: `if r[RA] >= r[RMA] then r[RMA] = r[RA] + 1 end`, Replace: ``}},
+	Edits:    []mutants.Edit{{File: "lua_lib.go", Find: `if r[RA] >= r[RMA] then r[RMA] = r[RA] + 1 end`, Replace: ``}},
 	CaughtBy: []string{"Retry/SpentBudget"},
 }, {
 	Name:   "batch-written-before-conflict",

@@ -87,6 +87,7 @@ var (
 	scriptCheckpoint = newScript("checkpoint", luaCheckpoint)
 	scriptCancel     = newScript("cancel", luaCancel)
 	scriptRetry      = newScript("retry", luaRetry)
+	scriptBulk       = newScript("bulk", luaBulk)
 	scriptRescue     = newScript("rescue", luaRescue)
 	scriptCleanup    = newScript("cleanup", luaCleanup)
 	scriptDeleteJob  = newScript("delete_job", luaDeleteJob)
@@ -97,7 +98,7 @@ var (
 
 // allScripts lists every script of the backend.
 var allScripts = []*luaScript{scriptEnqueue, scriptApply, scriptAbort, scriptDecide, scriptClaim, scriptHeartbeat,
-	scriptComplete, scriptFail, scriptSleep, scriptCheckpoint, scriptCancel, scriptRetry, scriptRescue, scriptCleanup,
+	scriptComplete, scriptFail, scriptSleep, scriptCheckpoint, scriptCancel, scriptRetry, scriptBulk, scriptRescue, scriptCleanup,
 	scriptDeleteJob, scriptDeleteQ, scriptFlowConfig, scriptAwait}
 
 // library is the Functions library of every script, named after a hash of

@@ -87,8 +87,14 @@
 //     FindByIdempotencyKey). The Bulk area runs [core.Bulk] on a backend
 //     that declares Search (and Delete, for bulk deletes): cancel, retry
 //     and delete by filter in bounded steps, with exact counts while
-//     workers claim. A backend that implements [core.BulkActor] runs
-//     those steps itself, so the same cases test its BulkStep.
+//     workers claim (a retry's jobs claimed again at once, a delete that
+//     leaves alone the jobs claimed since its search). A backend that
+//     implements [core.BulkActor] runs those steps itself, so the same
+//     cases test its BulkStep.
+//   - Capabilities.AtomicBulk declares that BulkStep takes effect whole;
+//     Bulk/AtomicStep runs a cancel, a retry and a delete in steps of
+//     [core.MaxPageSize] while a reader counts without pause, and fails
+//     on any count that shows a step half applied.
 //   - Capabilities.Flow declares [core.FlowController] and every flow rule
 //     at claim. The areas FlowLimits, FlowRates, FlowSequence, FlowUnique,
 //     FlowReads and FlowExact test it: task, queue and per-key concurrency

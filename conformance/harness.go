@@ -46,6 +46,12 @@ type Capabilities struct {
 	// Declare: the backend implements core.QueueDeclarer (CreateQueue,
 	// QueueDeclared) and reports declared queues in ListQueues.
 	Declare bool
+	// AtomicBulk: the backend implements core.BulkActor, and each step of
+	// a bulk action takes effect whole: a concurrent reader never sees a
+	// step half applied. Without it the suite runs the bulk cases on
+	// core.Bulk's per-job fallback, which is correct but not atomic per
+	// step.
+	AtomicBulk bool
 	// Await: the backend implements core.Awaiter (AwaitJobs, JobWait):
 	// a job parks on other jobs of the store, in any queue, and every
 	// terminal transition of an awaited job counts it and wakes the job

@@ -32,7 +32,7 @@ func memHarness(fault string) conformance.Harness {
 			}
 			return w
 		},
-		Capabilities: conformance.Capabilities{Notify: true, Runs: true, Search: true, Tasks: true, Delete: true, Flow: true, Declare: true, Await: true},
+		Capabilities: conformance.Capabilities{Notify: true, Runs: true, Search: true, Tasks: true, Delete: true, AtomicBulk: true, Flow: true, Declare: true, Await: true},
 	}
 	if faulty.Faults[fault].TxControl {
 		journalTx(&h)

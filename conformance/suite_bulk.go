@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,13 +26,19 @@ func testBulk(t *testing.T, h Harness) {
 		"Resume":              bulkResume,
 		"ResumeAfterCancel":   bulkResumeAfterCancel,
 		"CancelWhileWorkers":  bulkCancelWhileWorkers,
+		"RetryWhileWorkers":   bulkRetryWhileWorkers,
 		"InvalidRequest":      bulkInvalid,
 	}
 	if h.Capabilities.Delete {
 		cs["Delete"] = func(e *env) { bulkDelete(e, false) }
 		cs["DeleteForce"] = func(e *env) { bulkDelete(e, true) }
+		cs["DeleteWhileWorkers"] = func(e *env) { bulkDeleteWhileWorkers(e, false) }
+		cs["DeleteForceWhileWorkers"] = func(e *env) { bulkDeleteWhileWorkers(e, true) }
 	} else {
 		cs["DeleteUnsupported"] = bulkDeleteUnsupported
+	}
+	if h.Capabilities.AtomicBulk {
+		cs["AtomicStep"] = bulkAtomicStep
 	}
 	cases(t, h, cs)
 }
@@ -266,76 +271,6 @@ func bulkResumeAfterCancel(e *env) {
 	requireEq(e.t, tot.Skipped+tot.Failed, 0, "skipped or failed after resuming")
 	for _, j := range jobs {
 		e.requireState(j.ID, core.StateCancelled)
-	}
-}
-
-// bulkCancelWhileWorkers cancels every job of a queue in steps while
-// workers claim and complete them: each job ends either succeeded by a
-// worker whose Complete held or cancelled by the bulk action, and the
-// counts of both sides agree with the store exactly.
-func bulkCancelWhileWorkers(e *env) {
-	const n = 400
-	e.enqueueN("q", "t", n)
-	var wg, started sync.WaitGroup
-	var mu sync.Mutex
-	completed, lost := 0, 0
-	errs := make(chan error, 4)
-	stop := make(chan struct{})
-	for w := range 3 {
-		wg.Add(1)
-		started.Add(1)
-		go func() {
-			defer wg.Done()
-			for first := true; ; first = false {
-				jobs, err := e.b.Claim(e.ctx, core.ClaimRequest{Queue: "q", WorkerID: fmt.Sprint("w", w), Limit: 10, LeaseTTL: time.Hour})
-				if first {
-					started.Done()
-				}
-				if err != nil {
-					errs <- err
-					return
-				}
-				for _, j := range jobs {
-					ierrs, err := e.b.Complete(e.ctx, []core.Completion{{Lease: j.Lease}})
-					if err == nil {
-						err = ierrs[0]
-					}
-					mu.Lock()
-					switch {
-					case err == nil:
-						completed++
-					case errors.Is(err, core.ErrLeaseLost):
-						lost++
-					default:
-						errs <- err
-					}
-					mu.Unlock()
-				}
-				select {
-				case <-stop:
-					return
-				default:
-				}
-			}
-		}()
-	}
-	started.Wait()
-	tot := e.bulkAll(core.BulkRequest{Action: core.BulkCancel, Limit: 25, Search: core.JobSearch{JobFilter: core.JobFilter{Queue: "q"}}})
-	close(stop)
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		e.t.Fatalf("worker: %v", err)
-	}
-	m := e.count(core.JobFilter{Queue: "q"})
-	if m[core.StateCancelled]+m[core.StateSucceeded] != n {
-		e.t.Fatalf("after the bulk cancel: %v, want every job succeeded or cancelled", m)
-	}
-	requireEq(e.t, int64(tot.Changed), m[core.StateCancelled], "jobs the bulk cancel changed against cancelled jobs")
-	requireEq(e.t, int64(completed), m[core.StateSucceeded], "completes that held against succeeded jobs")
-	requireEq(e.t, tot.Failed, 0, "failed bulk items")
-	if lost > tot.Changed {
-		e.t.Fatalf("%d completes lost their lease but only %d jobs were cancelled", lost, tot.Changed)
 	}
 }
 

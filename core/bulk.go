@@ -74,6 +74,26 @@ type BulkResult struct {
 	Done bool `json:"done"`
 }
 
+// Record counts one visited job in r by the outcome of the per-job call
+// (Cancel, Retry or DeleteJob) that err reports: Changed when err is nil,
+// Skipped when it wraps [ErrInvalidState] or [ErrNotFound], Failed
+// otherwise, keeping the first MaxBulkErrors errors. It adds one to
+// Matched. A [BulkActor] may use it to keep Bulk's counting rules.
+func (r *BulkResult) Record(jobID string, err error) {
+	r.Matched++
+	switch {
+	case err == nil:
+		r.Changed++
+	case errors.Is(err, ErrInvalidState) || errors.Is(err, ErrNotFound):
+		r.Skipped++
+	default:
+		r.Failed++
+		if len(r.Errors) < MaxBulkErrors {
+			r.Errors = append(r.Errors, BulkError{JobID: jobID, Error: err.Error()})
+		}
+	}
+}
+
 // allowed returns the states a's transition applies to (for BulkDelete
 // without force, every state but running).
 func (a BulkAction) allowed(force bool) []JobState {
@@ -131,11 +151,40 @@ func ValidateBulk(r BulkRequest) error {
 //     that Changed+Skipped+Failed == Matched;
 //   - it is safe while workers claim and finish the same jobs: a job is
 //     never forced out of a state the action does not apply to;
+//   - the step takes effect whole, as one atomic change of the store: a
+//     concurrent reader (GetJob, CountSearch, Stats, a claim) sees the
+//     store as it was before the step or after it, never with some of
+//     the step's jobs changed and others not. A store whose atomic unit
+//     is narrower than a search (a cluster slot, say) ends the step at
+//     the unit's boundary, visiting fewer than req.Limit jobs;
 //   - on an error it returns the counts of the work that took effect and
 //     a Next from which the action resumes without missing a job (the
 //     jobs that took the action have left the narrowed states).
 type BulkActor interface {
 	BulkStep(ctx context.Context, req BulkRequest) (BulkResult, error)
+}
+
+// BulkPage starts a native bulk step: it validates req and reads the
+// step's page from js, up to req.Limit jobs matching req.Search after
+// req.Cursor in SearchJobs order. It returns the page's job ids, in that
+// order, and a result whose Next and Done are the page's; on an error, a
+// result whose Next is req.Cursor. A [BulkActor] then applies the action
+// to the ids and counts each with [BulkResult.Record].
+func BulkPage(ctx context.Context, js JobSearcher, req BulkRequest) ([]string, BulkResult, error) {
+	if err := ValidateBulk(req); err != nil {
+		return nil, BulkResult{}, err
+	}
+	s := req.Search
+	s.Limit, s.Cursor = req.Limit, req.Cursor
+	page, err := js.SearchJobs(ctx, s)
+	if err != nil {
+		return nil, BulkResult{Next: req.Cursor}, err
+	}
+	ids := make([]string, len(page.Jobs))
+	for i, j := range page.Jobs {
+		ids[i] = j.ID
+	}
+	return ids, BulkResult{Next: page.Next, Done: page.Next == ""}, nil
 }
 
 // Bulk runs one bounded step of a bulk action on b: it reads up to
@@ -208,21 +257,11 @@ func Bulk(ctx context.Context, b QueueBackend, req BulkRequest) (BulkResult, err
 				return res, err
 			}
 			err := applyBulk(ctx, b, jd, req, j.ID)
-			switch {
-			case err == nil:
-				res.Changed++
-			case errors.Is(err, ErrInvalidState) || errors.Is(err, ErrNotFound):
-				res.Skipped++
-			case errors.Is(err, ErrUnsupported) || errors.Is(err, ErrClosed) || ctx.Err() != nil:
+			if err != nil && (errors.Is(err, ErrUnsupported) || errors.Is(err, ErrClosed) || ctx.Err() != nil) {
 				res.Next = start
 				return res, err
-			default:
-				res.Failed++
-				if len(res.Errors) < MaxBulkErrors {
-					res.Errors = append(res.Errors, BulkError{JobID: j.ID, Error: err.Error()})
-				}
 			}
-			res.Matched++
+			res.Record(j.ID, err)
 		}
 		if page.Next == "" {
 			res.Done = true

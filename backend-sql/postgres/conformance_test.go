@@ -41,7 +41,7 @@ func harness() conformance.Harness {
 		New: func(t testing.TB, o conformance.Options) core.QueueBackend {
 			return newBackend(t, postgres.Options{Clock: o.Clock, Limits: o.Limits})
 		},
-		Capabilities:  conformance.Capabilities{Notify: true, TxEnqueue: true, TxControl: true, Runs: true, Search: true, Tasks: true, Delete: true, Flow: true, Declare: true, Await: true},
+		Capabilities:  conformance.Capabilities{Notify: true, TxEnqueue: true, TxControl: true, Runs: true, Search: true, Tasks: true, Delete: true, AtomicBulk: true, Flow: true, Declare: true, Await: true},
 		FlowExactJobs: exactJobs,
 		BeginTx: func(ctx context.Context, t testing.TB, b core.QueueBackend) (any, func() error, func() error) {
 			tx, err := b.(*postgres.Backend).Pool().Begin(ctx)

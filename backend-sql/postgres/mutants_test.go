@@ -68,14 +68,14 @@ var pgMutants = []mutants.Mutant{{
 }}
 
 func TestMutantsCoverProperties(t *testing.T) {
-	mutants.RequireCoverage(t, slices.Concat(sqltest.EngineMutants, sqltest.AwaitMutants, pgMutants), slices.Concat(mutants.Properties, mutants.AwaitProperties), 3)
+	mutants.RequireCoverage(t, slices.Concat(sqltest.EngineMutants, sqltest.AwaitMutants, sqltest.BulkMutants, pgMutants), slices.Concat(mutants.Properties, mutants.AwaitProperties, mutants.BulkProperties), 3)
 }
 
 // TestMutants runs the suite once per mutant of the engine's and the
 // dialect's code and requires each to be caught by the cases it names.
 func TestMutants(t *testing.T) {
 	sqltest.PostgresURL(t)
-	mutants.Run(t, mutants.Target{Test: "TestConformance", Args: []string{"-rapid.checks=50", "-rapid.nofailfile"}}, slices.Concat(sqltest.EngineMutants, sqltest.AwaitMutants, pgMutants))
+	mutants.Run(t, mutants.Target{Test: "TestConformance", Args: []string{"-rapid.checks=50", "-rapid.nofailfile"}}, slices.Concat(sqltest.EngineMutants, sqltest.AwaitMutants, sqltest.BulkMutants, pgMutants))
 }
 
 // TestAwaitMutants runs the store's own fan-in tests once per mutant they

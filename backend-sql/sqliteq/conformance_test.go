@@ -34,7 +34,7 @@ func harnessSync(name string, sync sqliteq.Synchronous) conformance.Harness {
 		New: func(t testing.TB, o conformance.Options) core.QueueBackend {
 			return newBackend(t, sqliteq.Options{Clock: o.Clock, Limits: o.Limits, Synchronous: sync})
 		},
-		Capabilities:  conformance.Capabilities{Notify: true, TxEnqueue: true, TxControl: true, Runs: true, Search: true, Tasks: true, Delete: true, Flow: true, Declare: true, Await: true},
+		Capabilities:  conformance.Capabilities{Notify: true, TxEnqueue: true, TxControl: true, Runs: true, Search: true, Tasks: true, Delete: true, AtomicBulk: true, Flow: true, Declare: true, Await: true},
 		FlowExactJobs: exactJobs,
 		BeginTx: func(ctx context.Context, t testing.TB, b core.QueueBackend) (any, func() error, func() error) {
 			tx, err := b.(*sqliteq.Backend).BeginTx(ctx)

@@ -70,13 +70,13 @@ var sqliteMutants = []mutants.Mutant{{
 var sqliteProperties = slices.DeleteFunc(slices.Clone(mutants.Properties), func(p string) bool { return p == mutants.ClaimExclusive })
 
 func TestMutantsCoverProperties(t *testing.T) {
-	mutants.RequireCoverage(t, slices.Concat(sqltest.EngineMutants, sqltest.AwaitMutants, sqliteMutants), slices.Concat(sqliteProperties, mutants.AwaitProperties), 3)
+	mutants.RequireCoverage(t, slices.Concat(sqltest.EngineMutants, sqltest.AwaitMutants, sqltest.BulkMutants, sqliteMutants), slices.Concat(sqliteProperties, mutants.AwaitProperties, mutants.BulkProperties), 3)
 }
 
 // TestMutants runs the suite once per mutant of the engine's and the
 // dialect's code and requires each to be caught by the cases it names.
 func TestMutants(t *testing.T) {
-	mutants.Run(t, mutants.Target{Test: "TestConformance", Args: []string{"-rapid.checks=50", "-rapid.nofailfile"}}, slices.Concat(sqltest.EngineMutants, sqltest.AwaitMutants, sqliteMutants))
+	mutants.Run(t, mutants.Target{Test: "TestConformance", Args: []string{"-rapid.checks=50", "-rapid.nofailfile"}}, slices.Concat(sqltest.EngineMutants, sqltest.AwaitMutants, sqltest.BulkMutants, sqliteMutants))
 }
 
 // TestAwaitMutants runs the store's own fan-in tests once per mutant they

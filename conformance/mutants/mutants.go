@@ -91,6 +91,20 @@ const (
 // AwaitProperties lists the fan-in properties.
 var AwaitProperties = []string{AwaitCounts, AwaitWakes, AwaitParks, AwaitCancelChildren}
 
+// The bulk properties (core.BulkActor). They are not in [Properties]: a
+// store that implements core.BulkActor appends [BulkProperties] to the
+// list it checks its mutants against.
+const (
+	// BulkStateCheck: a bulk step applies its action only to the jobs
+	// whose state in the store, when the step changes them, allows it.
+	BulkStateCheck = "bulk steps check each job's state in the store"
+	// BulkAtomic: a bulk step takes effect whole.
+	BulkAtomic = "a bulk step takes effect whole"
+)
+
+// BulkProperties lists the bulk properties.
+var BulkProperties = []string{BulkStateCheck, BulkAtomic}
+
 // ModelCase is the suite's model-based case; a mutant that names it in
 // CaughtBy must be caught by the random model on its own.
 const ModelCase = "Model/StateMachine"
@@ -100,7 +114,8 @@ type Mutant struct {
 	// Name identifies the mutant; it becomes a subtest name.
 	Name string
 	// Breaks lists the properties the mutant violates: from [Properties],
-	// or from [AwaitProperties] for a store that implements core.Awaiter.
+	// from [AwaitProperties] for a store that implements core.Awaiter, or
+	// from [BulkProperties] for one that implements core.BulkActor.
 	Breaks []string
 	// Edits are the changes, applied in order; a mutant that breaks a rule
 	// enforced in two places (a script and its caller) edits both.
@@ -162,7 +177,7 @@ func Run(t *testing.T, tgt Target, ms []Mutant) {
 		}
 		seen[m.Name] = true
 		for _, p := range m.Breaks {
-			if !slices.Contains(Properties, p) && !slices.Contains(AwaitProperties, p) {
+			if !slices.Contains(Properties, p) && !slices.Contains(AwaitProperties, p) && !slices.Contains(BulkProperties, p) {
 				t.Fatalf("mutants: %q breaks unknown property %q", m.Name, p)
 			}
 		}

@@ -37,22 +37,9 @@ func (e *Engine) BulkStep(ctx context.Context, req core.BulkRequest) (core.BulkR
 	if err := e.check(op); err != nil {
 		return core.BulkResult{}, err
 	}
-	if err := core.ValidateBulk(req); err != nil {
-		return core.BulkResult{}, err
-	}
-	s := req.Search
-	s.Limit, s.Cursor = req.Limit, req.Cursor
-	page, err := e.SearchJobs(ctx, s)
-	if err != nil {
-		return core.BulkResult{Next: req.Cursor}, err
-	}
-	res := core.BulkResult{Next: page.Next, Done: page.Next == ""}
-	if len(page.Jobs) == 0 {
-		return res, nil
-	}
-	ids := make([]string, len(page.Jobs))
-	for i, j := range page.Jobs {
-		ids[i] = j.ID
+	ids, res, err := core.BulkPage(ctx, e, req)
+	if err != nil || len(ids) == 0 {
+		return res, err
 	}
 	slices.Sort(ids) // the lock order of every bulk step
 	var eff bulkEffects

@@ -105,6 +105,15 @@ func (b base) CountRuns(ctx context.Context, f core.RunFilter) (map[core.RunStat
 	return rr.CountRuns(ctx, f)
 }
 
+// BulkStep forwards to the wrapped backend's core.BulkActor, or runs the
+// step on core.Bulk's per-job calls when it has none.
+func (b base) BulkStep(ctx context.Context, req core.BulkRequest) (core.BulkResult, error) {
+	if ba, ok := b.QueueBackend.(core.BulkActor); ok {
+		return ba.BulkStep(ctx, req)
+	}
+	return core.Bulk(ctx, b.QueueBackend, req)
+}
+
 // SearchJobs forwards to the wrapped backend's core.JobSearcher.
 func (b base) SearchJobs(ctx context.Context, s core.JobSearch) (core.JobPage, error) {
 	js, ok := b.QueueBackend.(core.JobSearcher)
