@@ -350,7 +350,13 @@ func (fc *flowClaim) openKeys(ctx context.Context) error {
 	// Only the keys that hold back jobs have gates to open; the marks of
 	// the others are taken off all the same. Gates close only in flow
 	// claims, which run one at a time, so the EXISTS sees every gate.
-	if err := e.scanAll(ctx, fc.q, `SELECT name, lkey, n, ready, CASE WHEN EXISTS (SELECT 1 FROM {s}jobs
+	// SQLite is told the index: left to itself it read jobs_limit_key,
+	// every job of the key.
+	idx := ""
+	if _, ok := e.d.(SQLite); ok {
+		idx = " INDEXED BY jobs_key_gate"
+	}
+	if err := e.scanAll(ctx, fc.q, `SELECT name, lkey, n, ready, CASE WHEN EXISTS (SELECT 1 FROM {s}jobs`+idx+`
 		WHERE task = c.name AND limit_key = c.lkey AND key_gate <> 0) THEN 1 ELSE 0 END
 		FROM {s}flow_counts c WHERE scope = 'k' AND ready <> 0`, nil,
 		func(rows Rows) error {
