@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"sort"
@@ -346,12 +347,25 @@ func (fc *flowClaim) openKeys(ctx context.Context) error {
 		n         int64
 	}
 	var keys []freed
-	if err := e.scanAll(ctx, fc.q, "SELECT name, lkey, n, ready FROM {s}flow_counts WHERE scope = 'k' AND ready <> 0", nil,
+	// Only the keys that hold back jobs have gates to open; the marks of
+	// the others are taken off all the same. Gates close only in flow
+	// claims, which run one at a time, so the EXISTS sees every gate.
+	// SQLite is told the index: left to itself it read jobs_limit_key,
+	// every job of the key.
+	idx := ""
+	if _, ok := e.d.(SQLite); ok {
+		idx = " INDEXED BY jobs_key_gate"
+	}
+	if err := e.scanAll(ctx, fc.q, `SELECT name, lkey, n, ready, CASE WHEN EXISTS (SELECT 1 FROM {s}jobs`+idx+`
+		WHERE task = c.name AND limit_key = c.lkey AND key_gate <> 0) THEN 1 ELSE 0 END
+		FROM {s}flow_counts c WHERE scope = 'k' AND ready <> 0`, nil,
 		func(rows Rows) error {
 			var f freed
-			var ready int64
-			err := rows.Scan(&f.task, &f.key, &f.n, &ready)
-			keys = append(keys, f)
+			var ready, gated int64
+			err := rows.Scan(&f.task, &f.key, &f.n, &ready, &gated)
+			if gated != 0 {
+				keys = append(keys, f)
+			}
 			fc.seenKeys[countKey{"k", f.task, f.key}] = ready
 			return err
 		}); err != nil {
@@ -461,62 +475,56 @@ func (fc *flowClaim) loadCfgs(ctx context.Context, tasks []string) error {
 }
 
 // loadCounts reads the running counts keys (0 when a row is missing).
+// The keys are one JSON argument joined on the primary key: an OR of
+// conditions made Postgres scan every key row of the task and filter.
 func (fc *flowClaim) loadCounts(ctx context.Context, keys []countKey) error {
-	for start := 0; start < len(keys); start += 200 {
-		part := keys[start:min(start+200, len(keys))]
-		conds := make([]string, len(part))
-		args := make([]any, 0, 3*len(part))
-		for i, k := range part {
-			fc.counts[k] = 0
-			conds[i] = "(scope = ? AND name = ? AND lkey = ?)"
-			args = append(args, k.scope, k.name, k.key)
-		}
-		if err := fc.e.scanAll(ctx, fc.q, "SELECT scope, name, lkey, n FROM {s}flow_counts WHERE "+strings.Join(conds, " OR "), args,
-			func(rows Rows) error {
-				var k countKey
-				var n int64
-				if err := rows.Scan(&k.scope, &k.name, &k.key, &n); err != nil {
-					return err
-				}
-				fc.counts[k] = n
-				return nil
-			}); err != nil {
-			return err
-		}
+	if len(keys) == 0 {
+		return nil
 	}
-	return nil
+	rows := make([][]any, len(keys))
+	for i, k := range keys {
+		fc.counts[k] = 0
+		rows[i] = []any{k.scope, k.name, k.key}
+	}
+	return fc.e.scanAll(ctx, fc.q, `SELECT c.scope, c.name, c.lkey, c.n FROM `+fc.e.jsonRows("scope", "name", "lkey")+`
+		JOIN {s}flow_counts c ON c.scope = x.scope AND c.name = x.name AND c.lkey = x.lkey`, []any{jsonArg(rows)},
+		func(rows Rows) error {
+			var k countKey
+			var n int64
+			if err := rows.Scan(&k.scope, &k.name, &k.key, &n); err != nil {
+				return err
+			}
+			fc.counts[k] = n
+			return nil
+		})
 }
 
 // loadStarts reads the claims of the current second of keys (task rows
-// have an empty key).
+// have an empty key), joined on the primary key as loadCounts does.
 func (fc *flowClaim) loadStarts(ctx context.Context, keys []countKey) error {
-	for start := 0; start < len(keys); start += 200 {
-		part := keys[start:min(start+200, len(keys))]
-		conds := make([]string, len(part))
-		args := []any{fc.sec}
-		for i, k := range part {
-			fc.starts[k] = 0
-			conds[i] = "(task = ? AND lkey = ?)"
-			args = append(args, k.name, k.key)
-		}
-		if err := fc.e.scanAll(ctx, fc.q, "SELECT task, lkey, n FROM {s}flow_starts WHERE sec = ? AND ("+strings.Join(conds, " OR ")+")", args,
-			func(rows Rows) error {
-				var k countKey
-				var n int64
-				if err := rows.Scan(&k.name, &k.key, &n); err != nil {
-					return err
-				}
-				k.scope = "t"
-				if k.key != "" {
-					k.scope = "k"
-				}
-				fc.starts[k] = n
-				return nil
-			}); err != nil {
-			return err
-		}
+	if len(keys) == 0 {
+		return nil
 	}
-	return nil
+	rows := make([][]any, len(keys))
+	for i, k := range keys {
+		fc.starts[k] = 0
+		rows[i] = []any{k.name, k.key}
+	}
+	return fc.e.scanAll(ctx, fc.q, `SELECT s.task, s.lkey, s.n FROM `+fc.e.jsonRows("task", "lkey")+`
+		JOIN {s}flow_starts s ON s.task = x.task AND s.lkey = x.lkey AND s.sec = ?`, []any{jsonArg(rows), fc.sec},
+		func(rows Rows) error {
+			var k countKey
+			var n int64
+			if err := rows.Scan(&k.name, &k.key, &n); err != nil {
+				return err
+			}
+			k.scope = "t"
+			if k.key != "" {
+				k.scope = "k"
+			}
+			fc.starts[k] = n
+			return nil
+		})
 }
 
 // gate closes the gate col of the jobs ids.
@@ -575,18 +583,20 @@ func (fc *flowClaim) count(ctx context.Context, queue string, jobs []core.Job, q
 	for k := range fc.seenKeys {
 		all[k] += 0
 	}
-	for _, k := range sortedKeys(all) {
-		n, used := inc[k], fc.seenKeys[k]
-		var err error
-		if n == 0 {
-			_, err = fc.q.Exec(ctx, e.render("UPDATE {s}flow_counts SET ready = ready - ? WHERE scope = ? AND name = ? AND lkey = ?"),
-				used, k.scope, k.name, k.key)
-		} else {
-			_, err = fc.q.Exec(ctx, e.render(`INSERT INTO {s}flow_counts (scope, name, lkey, n) VALUES (?, ?, ?, ?)
-				ON CONFLICT (scope, name, lkey) DO UPDATE SET n = {s}flow_counts.n + excluded.n, ready = {s}flow_counts.ready - ?`),
-				k.scope, k.name, k.key, n, used)
+	if len(all) > 0 {
+		// One statement, rows in key order: a row the claim only read the
+		// marks of exists (marks are made on rows that exist, which only a
+		// config change, under the flow lock, deletes), so its insert is
+		// the update that takes the marks off.
+		rows := make([][]any, 0, len(all))
+		for _, k := range sortedKeys(all) {
+			rows = append(rows, []any{k.scope, k.name, k.key, inc[k], -fc.seenKeys[k]})
 		}
-		if err != nil {
+		if _, err := fc.q.Exec(ctx, e.render(`INSERT INTO {s}flow_counts (scope, name, lkey, n, ready)
+			SELECT x.scope, x.name, x.lkey, CAST(x.n AS BIGINT), CAST(x.ready AS INTEGER) FROM `+e.jsonRows("scope", "name", "lkey", "n", "ready")+`
+			WHERE true ORDER BY x.ord
+			ON CONFLICT (scope, name, lkey) DO UPDATE SET n = {s}flow_counts.n + excluded.n, ready = {s}flow_counts.ready + excluded.ready`),
+			jsonArg(rows)); err != nil {
 			return err
 		}
 	}
@@ -597,13 +607,39 @@ func (fc *flowClaim) count(ctx context.Context, queue string, jobs []core.Job, q
 			return err
 		}
 	}
-	for _, k := range sortedKeys(starts) {
-		if _, err := fc.q.Exec(ctx, e.render(`INSERT INTO {s}flow_starts (task, lkey, sec, n) VALUES (?, ?, ?, ?)
-			ON CONFLICT (task, lkey, sec) DO UPDATE SET n = {s}flow_starts.n + excluded.n`), k.name, k.key, fc.sec, starts[k]); err != nil {
-			return err
-		}
+	if len(starts) == 0 {
+		return nil
 	}
-	return nil
+	rows := make([][]any, 0, len(starts))
+	for _, k := range sortedKeys(starts) {
+		rows = append(rows, []any{k.name, k.key, starts[k]})
+	}
+	_, err := fc.q.Exec(ctx, e.render(`INSERT INTO {s}flow_starts (task, lkey, sec, n)
+		SELECT x.task, x.lkey, CAST(? AS BIGINT), CAST(x.n AS BIGINT) FROM `+e.jsonRows("task", "lkey", "n")+`
+		WHERE true ORDER BY x.ord
+		ON CONFLICT (task, lkey, sec) DO UPDATE SET n = {s}flow_starts.n + excluded.n`), fc.sec, jsonArg(rows))
+	return err
+}
+
+// jsonRows is a FROM item x of the rows of one JSON argument, an array of
+// arrays: a text column per name, in order, and ord, the row's position.
+func (e *Engine) jsonRows(cols ...string) string {
+	sel := make([]string, len(cols))
+	for i, c := range cols {
+		sel[i] = fmt.Sprintf("value ->> %d AS %s", i, c)
+	}
+	src := "json_each(?)"
+	ord := "key"
+	if _, ok := e.d.(Postgres); ok {
+		src, ord = "json_array_elements(CAST(? AS json)) WITH ORDINALITY AS a(value, ord)", "ord"
+	}
+	return "(SELECT " + strings.Join(sel, ", ") + ", " + ord + " AS ord FROM " + src + ") AS x"
+}
+
+// jsonArg encodes rows as the argument of jsonRows.
+func jsonArg(rows [][]any) string {
+	b, _ := json.Marshal(rows)
+	return string(b)
 }
 
 // floorDiv divides rounding toward negative infinity.
