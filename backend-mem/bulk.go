@@ -24,7 +24,7 @@ func (b *Backend) BulkStep(ctx context.Context, req core.BulkRequest) (core.Bulk
 	}
 	q := req.Search
 	q.Limit, q.Cursor = req.Limit, req.Cursor
-	reason := cancelReason(req.Reason)
+	reason := core.CancelReason(req.Reason)
 	if err := b.lock(ctx); err != nil {
 		return core.BulkResult{Next: req.Cursor}, err
 	}

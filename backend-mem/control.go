@@ -8,18 +8,6 @@ import (
 	"github.com/boson-go/boson/core"
 )
 
-// defaultCancelReason is the LastError of a job cancelled without a reason.
-const defaultCancelReason = "cancelled"
-
-// cancelReason is the LastError a cancellation records: reason, or
-// defaultCancelReason when it is empty, truncated as errors are.
-func cancelReason(reason string) string {
-	if reason == "" {
-		reason = defaultCancelReason
-	}
-	return core.TruncateError(reason)
-}
-
 // Cancel cancels a queued, sleeping or running job and returns it. A running
 // job's run ends as cancelled and its lease no longer holds. Cancelling a
 // cancelled job returns it unchanged; a succeeded or failed job gives
@@ -28,7 +16,7 @@ func (b *Backend) Cancel(ctx context.Context, jobID, reason string) (core.Job, e
 	if err := b.usable(ctx); err != nil {
 		return core.Job{}, err
 	}
-	reason = cancelReason(reason)
+	reason = core.CancelReason(reason)
 	if err := b.lock(ctx); err != nil {
 		return core.Job{}, err
 	}

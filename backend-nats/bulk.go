@@ -41,7 +41,7 @@ func (b *Backend) BulkStep(ctx context.Context, req core.BulkRequest) (core.Bulk
 		return res, err
 	}
 	out, err := b.exec(ctx, &command{Op: opBulk, V: bulkVersion, Now: b.stamp(),
-		Bulk: &bulkCmd{Action: req.Action, IDs: ids}, Reason: cancelReason(req.Reason), Force: req.Force})
+		Bulk: &bulkCmd{Action: req.Action, IDs: ids}, Reason: core.CancelReason(req.Reason), Force: req.Force})
 	if err == nil {
 		err = out.err
 	}
@@ -84,13 +84,4 @@ func (s *state) applyBulk(c *command) (outcome, error) {
 		}
 	}
 	return outcome{errs: errs}, nil
-}
-
-// cancelReason is the reason a cancellation records: reason, or
-// "cancelled" when it is empty, truncated as errors are.
-func cancelReason(reason string) string {
-	if reason == "" {
-		reason = "cancelled"
-	}
-	return core.TruncateError(reason)
 }

@@ -163,8 +163,8 @@ var bulkMutants = []mutants.Mutant{{
 	Name:   "bulk-command-per-job",
 	Breaks: []string{mutants.BulkAtomic},
 	Edits: []mutants.Edit{{File: "bulk.go",
-		Find:    "\tout, err := b.exec(ctx, &command{Op: opBulk, V: bulkVersion, Now: b.stamp(),\n\t\tBulk: &bulkCmd{Action: req.Action, IDs: ids}, Reason: cancelReason(req.Reason), Force: req.Force})\n",
-		Replace: "\tvar out outcome\n\tfor _, id := range ids {\n\t\tvar one outcome\n\t\tif one, err = b.exec(ctx, &command{Op: opBulk, V: bulkVersion, Now: b.stamp(),\n\t\t\tBulk: &bulkCmd{Action: req.Action, IDs: []string{id}}, Reason: cancelReason(req.Reason), Force: req.Force}); err != nil || one.err != nil {\n\t\t\tout.err = one.err\n\t\t\tbreak\n\t\t}\n\t\tout.errs = append(out.errs, one.errs...)\n\t}\n"}},
+		Find:    "\tout, err := b.exec(ctx, &command{Op: opBulk, V: bulkVersion, Now: b.stamp(),\n\t\tBulk: &bulkCmd{Action: req.Action, IDs: ids}, Reason: core.CancelReason(req.Reason), Force: req.Force})\n",
+		Replace: "\tvar out outcome\n\tfor _, id := range ids {\n\t\tvar one outcome\n\t\tif one, err = b.exec(ctx, &command{Op: opBulk, V: bulkVersion, Now: b.stamp(),\n\t\t\tBulk: &bulkCmd{Action: req.Action, IDs: []string{id}}, Reason: core.CancelReason(req.Reason), Force: req.Force}); err != nil || one.err != nil {\n\t\t\tout.err = one.err\n\t\t\tbreak\n\t\t}\n\t\tout.errs = append(out.errs, one.errs...)\n\t}\n"}},
 	CaughtBy: []string{"Bulk/AtomicStep"},
 }}
 

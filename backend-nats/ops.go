@@ -213,7 +213,7 @@ func (b *Backend) Cancel(ctx context.Context, jobID, reason string) (core.Job, e
 	if err := validateJobID(jobID); err != nil {
 		return core.Job{}, err
 	}
-	out, err := b.exec(ctx, &command{Op: opCancel, Now: b.stamp(), JobID: jobID, Reason: cancelReason(reason)})
+	out, err := b.exec(ctx, &command{Op: opCancel, Now: b.stamp(), JobID: jobID, Reason: core.CancelReason(reason)})
 	if err != nil {
 		return core.Job{}, err
 	}

@@ -61,7 +61,7 @@ func (b *Backend) BulkStep(ctx context.Context, req core.BulkRequest) (core.Bulk
 	opt := ""
 	switch {
 	case req.Action == core.BulkCancel:
-		opt = cancelReason(req.Reason)
+		opt = core.CancelReason(req.Reason)
 	case req.Force:
 		opt = "1"
 	}

@@ -82,20 +82,11 @@ func refusal(op, id, why string) error {
 
 // Cancel cancels a queued, sleeping or running job. See core.QueueBackend.
 func (b *Backend) Cancel(ctx context.Context, jobID, reason string) (core.Job, error) {
-	j, err := b.jobScript(ctx, "cancel", scriptCancel, jobID, cancelReason(reason))
+	j, err := b.jobScript(ctx, "cancel", scriptCancel, jobID, core.CancelReason(reason))
 	if err == nil {
 		b.forget(jobID)
 	}
 	return j, err
-}
-
-// cancelReason is the reason a cancellation stores: reason, truncated as
-// errors are, or "cancelled" when it is empty.
-func cancelReason(reason string) string {
-	if reason == "" {
-		return "cancelled"
-	}
-	return core.TruncateError(reason)
 }
 
 // Retry queues a failed or cancelled job again. See core.QueueBackend.

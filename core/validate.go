@@ -244,6 +244,20 @@ func TruncateError(s string) string {
 	return s[:cut]
 }
 
+// DefaultCancelReason is the LastError of a job cancelled without a reason.
+const DefaultCancelReason = "cancelled"
+
+// CancelReason is the LastError a cancellation records: reason, or
+// [DefaultCancelReason] when it is empty, shortened as [TruncateError] does.
+// Every store records a cancellation's reason through it, so that a job
+// cancelled one at a time and one cancelled in bulk read the same.
+func CancelReason(reason string) string {
+	if reason == "" {
+		reason = DefaultCancelReason
+	}
+	return TruncateError(reason)
+}
+
 // Fingerprint returns the idempotency fingerprint of a request: a hash of
 // its task, payload, headers, retry policy, attempt budget, cancellation
 // policy and flow fields (unique mode and period, limit and sequence

@@ -37,10 +37,7 @@ func (e *Engine) Cancel(ctx context.Context, jobID, reason string) (core.Job, er
 // job, cancels it when its state allows, queues the store's notification
 // on q, and reports whether the job changed.
 func (e *Engine) cancelIn(ctx context.Context, q Querier, jobID, reason string) (core.Job, bool, error) {
-	if reason == "" {
-		reason = "cancelled"
-	}
-	reason = core.TruncateError(reason)
+	reason = core.CancelReason(reason)
 	j, now, found, err := e.lockJob(ctx, q, jobID)
 	if err != nil {
 		return core.Job{}, false, err

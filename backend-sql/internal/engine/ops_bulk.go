@@ -170,10 +170,7 @@ func bulkVerdict(req core.BulkRequest, st core.JobState) int {
 // runs of those of them that are running, and queues the store's
 // notification of their queues, as cancelIn does for one job.
 func (e *Engine) bulkCancel(ctx context.Context, q Querier, reason string, ids, running []string, now int64, eff *bulkEffects) error {
-	if reason == "" {
-		reason = "cancelled"
-	}
-	reason = core.TruncateError(reason)
+	reason = core.CancelReason(reason)
 	if len(running) > 0 {
 		cond, arg := e.inStrings("id", running)
 		if _, err := q.Exec(ctx, e.render(`INSERT INTO {s}runs (job_id, token, id, attempt, worker_id, status, started_at, finished_at, error)
