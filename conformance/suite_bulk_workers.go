@@ -3,6 +3,7 @@ package conformance
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 	"time"
 
@@ -100,20 +101,26 @@ func (w *bulkWorkers) halt() {
 	}
 }
 
-// waitCount waits until the counts of f satisfy ok, or fails after
-// signalWait. It is a wait on the workers, not a sleep.
+// waitCount waits until the counts of f satisfy ok, or fails once they
+// have not changed for signalWait: a wait on the workers, not a sleep, that
+// a slow but moving store passes and a stuck one fails. It reads the counts
+// every 10 ms, so that the reads do not crowd out the workers they wait on.
 func (e *env) waitCount(f core.JobFilter, ok func(map[core.JobState]int64) bool, what string) {
 	e.t.Helper()
 	deadline := time.Now().Add(signalWait)
+	var last map[core.JobState]int64
 	for {
 		m := e.count(f)
 		if ok(m) {
 			return
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("after %v: counts %v, want %s", signalWait, m, what)
+		if !maps.Equal(m, last) {
+			last, deadline = m, time.Now().Add(signalWait)
 		}
-		time.Sleep(time.Millisecond)
+		if time.Now().After(deadline) {
+			e.t.Fatalf("counts %v unchanged for %v, want %s", m, signalWait, what)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 
