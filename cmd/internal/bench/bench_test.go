@@ -86,6 +86,54 @@ func TestConfigValidate(t *testing.T) {
 	if err := bad.Validate(); !errors.Is(err, core.ErrInvalidArgument) {
 		t.Fatalf("measure above backlog: %v", err)
 	}
+	bad = DefaultConfig
+	bad.ScaleChurn = -1
+	if err := bad.Validate(); !errors.Is(err, core.ErrInvalidArgument) {
+		t.Fatalf("negative churn: %v", err)
+	}
+}
+
+// TestScalingWithChurnOnMem runs the scaling scenario with churn: the
+// large queue's churned jobs all end succeeded before its backlog is
+// filled, the result and the verdict name them, and the self-check holds.
+func TestScalingWithChurnOnMem(t *testing.T) {
+	b := mem.New(mem.Options{})
+	defer b.Close()
+	cfg := Config{Scenarios: []string{ScenarioScaling}, Runs: 1, Concurrency: 10, ScaleSmall: 300, ScaleLarge: 900, ScaleMeasure: 200, ScaleChurn: 700}
+	rep, err := Run(context.Background(), Store{Backend: b, Kind: "mem"}, cfg, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() {
+		t.Fatalf("self-check failed: %+v", rep.Results)
+	}
+	var large *Result
+	for i, r := range rep.Results {
+		if r.Scenario == "scaling-large" {
+			large = &rep.Results[i]
+		}
+	}
+	if large == nil || large.Churned != 700 || large.Backlog != 900 || large.Jobs != 200 {
+		t.Fatalf("scaling-large result %+v", large)
+	}
+	counts, err := b.CountJobs(context.Background(), core.JobFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := counts[core.StateSucceeded]; n < 700+200+200 {
+		t.Errorf("%d jobs succeeded, want at least the 700 churned and the 2×200 drained", n)
+	}
+	want := "drain with 900 queued after 700 finished / with 300 queued"
+	found := false
+	for _, v := range rep.Verdicts {
+		found = found || v.Goal == want
+	}
+	if !found {
+		t.Errorf("no verdict %q in %+v", want, rep.Verdicts)
+	}
+	if cell := jobsCell(*large); cell != "200 of 900, after 700 finished" {
+		t.Errorf("jobs cell %q", cell)
+	}
 }
 
 // TestCountingKeepsNotifier checks that the decorator keeps the wrapped

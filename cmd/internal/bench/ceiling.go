@@ -184,14 +184,57 @@ func (e *env) runStoreCeiling(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	var done atomic.Int64
 	seen := newTracker(n, 0)
-	stop := e.prog.track(name+" claim+complete", int64(n), done.Load)
+	drainTime, err := e.rawDrain(ctx, name+" claim+complete", queue, n, seen)
+	if err != nil {
+		return Result{}, err
+	}
+	// Single round trips straight on the store.
+	var lat []time.Duration
+	for i := 0; i < e.cfg.RoundTrips; i++ {
+		t := time.Now()
+		if _, err := e.raw.Enqueue(ctx, []core.EnqueueRequest{{Queue: queue, Task: "bench-raw", Payload: []byte(`{"seq":0}`)}}); err != nil {
+			return Result{}, fmt.Errorf("enqueue: %w", err)
+		}
+		jobs, err := e.raw.Claim(ctx, core.ClaimRequest{Queue: queue, WorkerID: "ceiling-rt", Limit: 1, LeaseTTL: time.Minute})
+		if err != nil || len(jobs) != 1 {
+			return Result{}, fmt.Errorf("claim one: %d jobs, %v", len(jobs), err)
+		}
+		if errs, err := e.raw.Complete(ctx, []core.Completion{{Lease: jobs[0].Lease}}); err != nil || errs[0] != nil {
+			return Result{}, fmt.Errorf("complete one: %v %v", err, errs)
+		}
+		lat = append(lat, time.Since(t))
+	}
+	u1 := readUsage()
+	res := Result{
+		Scenario:    name,
+		Jobs:        n,
+		SpawnPerSec: rate(n, enqTime),
+		DrainPerSec: rate(n, drainTime),
+		ToDone:      percentiles(lat),
+		CPUSeconds:  (u1.cpu - u0.cpu).Seconds(),
+		PeakRSSMiB:  float64(u1.peakRSS) / (1 << 20),
+	}
+	if d, example := seen.completedTwice(); d > 0 {
+		res.Problems = append(res.Problems, fmt.Sprintf("%s claimed and completed more than once by the raw loop (e.g. %s)", plural(d, "job"), example))
+	}
+	res.Problems = append(res.Problems, e.checkCounts(ctx, queue, n+e.cfg.RoundTrips)...)
+	return res, nil
+}
+
+// rawDrain claims and completes n jobs of queue straight on the store, with
+// cfg.CeilingLoops loops that claim cfg.CeilingBatch jobs and complete them
+// in one call, and notes each completion in seen. It returns how long the
+// drain took, or an error when a call fails, a completion is refused, or no
+// job can be claimed for cfg.StallTimeout.
+func (e *env) rawDrain(ctx context.Context, label, queue string, n int, seen *tracker) (time.Duration, error) {
+	var done atomic.Int64
+	stop := e.prog.track(label, int64(n), done.Load)
 	errc := make(chan error, e.cfg.CeilingLoops)
 	start := time.Now()
 	for i := range e.cfg.CeilingLoops {
 		go func() {
-			worker := fmt.Sprintf("ceiling-%d", i)
+			worker := fmt.Sprintf("raw-%d", i)
 			items := make([]core.Completion, 0, e.cfg.CeilingBatch)
 			idle := time.Now()
 			for done.Load() < int64(n) {
@@ -234,40 +277,7 @@ func (e *env) runStoreCeiling(ctx context.Context) (Result, error) {
 	for range e.cfg.CeilingLoops {
 		errs = append(errs, <-errc)
 	}
-	drainTime := time.Since(start)
+	elapsed := time.Since(start)
 	stop()
-	if err := errors.Join(errs...); err != nil {
-		return Result{}, err
-	}
-	// Single round trips straight on the store.
-	var lat []time.Duration
-	for i := 0; i < e.cfg.RoundTrips; i++ {
-		t := time.Now()
-		if _, err := e.raw.Enqueue(ctx, []core.EnqueueRequest{{Queue: queue, Task: "bench-raw", Payload: []byte(`{"seq":0}`)}}); err != nil {
-			return Result{}, fmt.Errorf("enqueue: %w", err)
-		}
-		jobs, err := e.raw.Claim(ctx, core.ClaimRequest{Queue: queue, WorkerID: "ceiling-rt", Limit: 1, LeaseTTL: time.Minute})
-		if err != nil || len(jobs) != 1 {
-			return Result{}, fmt.Errorf("claim one: %d jobs, %v", len(jobs), err)
-		}
-		if errs, err := e.raw.Complete(ctx, []core.Completion{{Lease: jobs[0].Lease}}); err != nil || errs[0] != nil {
-			return Result{}, fmt.Errorf("complete one: %v %v", err, errs)
-		}
-		lat = append(lat, time.Since(t))
-	}
-	u1 := readUsage()
-	res := Result{
-		Scenario:    name,
-		Jobs:        n,
-		SpawnPerSec: rate(n, enqTime),
-		DrainPerSec: rate(n, drainTime),
-		ToDone:      percentiles(lat),
-		CPUSeconds:  (u1.cpu - u0.cpu).Seconds(),
-		PeakRSSMiB:  float64(u1.peakRSS) / (1 << 20),
-	}
-	if d, example := seen.completedTwice(); d > 0 {
-		res.Problems = append(res.Problems, fmt.Sprintf("%s claimed and completed more than once by the raw loop (e.g. %s)", plural(d, "job"), example))
-	}
-	res.Problems = append(res.Problems, e.checkCounts(ctx, queue, n+e.cfg.RoundTrips)...)
-	return res, nil
+	return elapsed, errors.Join(errs...)
 }

@@ -70,6 +70,11 @@ type Config struct {
 	ScaleLarge int `json:"scale_large"`
 	// ScaleMeasure is how many jobs are drained (and timed) from each backlog.
 	ScaleMeasure int `json:"scale_measure"`
+	// ScaleChurn is how many jobs the scaling scenario claims and completes
+	// on the large backlog's queue before filling it (0, the default: none),
+	// so that the large drain runs beside finished jobs and, on PostgreSQL,
+	// their dead tuples.
+	ScaleChurn int `json:"scale_churn,omitempty"`
 	// IdleDuration is how long the idle worker is watched.
 	IdleDuration time.Duration `json:"idle_duration"`
 	// StallTimeout fails a phase that makes no progress for this long.
@@ -200,6 +205,9 @@ func (c Config) Validate() error {
 	}
 	if c.SpawnBatch > core.DefaultLimits.MaxBatch || c.CeilingBatch > core.DefaultLimits.MaxBatch {
 		return bad("batches may not exceed %d", core.DefaultLimits.MaxBatch)
+	}
+	if c.ScaleChurn < 0 {
+		return bad("scale churn must not be negative, got %d", c.ScaleChurn)
 	}
 	if c.ScaleMeasure > c.ScaleSmall {
 		return bad("scale measure (%d) may not exceed the small backlog (%d)", c.ScaleMeasure, c.ScaleSmall)

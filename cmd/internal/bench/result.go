@@ -15,6 +15,9 @@ type Result struct {
 	Jobs int `json:"jobs"`
 	// Backlog is the queue depth the scaling scenario drained from.
 	Backlog int `json:"backlog,omitempty"`
+	// Churned is how many jobs the scaling scenario claimed and completed
+	// on the queue before it filled the backlog (Config.ScaleChurn).
+	Churned int `json:"churned,omitempty"`
 	// SpawnPerSec and DrainPerSec are throughputs in jobs per second.
 	SpawnPerSec float64 `json:"spawn_per_sec,omitempty"`
 	DrainPerSec float64 `json:"drain_per_sec,omitempty"`

@@ -195,10 +195,10 @@ func Run(ctx context.Context, st Store, cfg Config, progressTo, logTo io.Writer)
 		// Each run fills fresh queues; the verdict is the median of the
 		// runs' ratios, since one drain of a few thousand jobs is short.
 		for run := 0; run < cfg.Runs; run++ {
-			if err := record(named("scaling-small")(e.runScaling(ctx, "scaling-small", cfg.ScaleSmall))); err != nil {
+			if err := record(named("scaling-small")(e.runScaling(ctx, "scaling-small", cfg.ScaleSmall, 0))); err != nil {
 				return rep, err
 			}
-			if err := record(named("scaling-large")(e.runScaling(ctx, "scaling-large", cfg.ScaleLarge))); err != nil {
+			if err := record(named("scaling-large")(e.runScaling(ctx, "scaling-large", cfg.ScaleLarge, cfg.ScaleChurn))); err != nil {
 				return rep, err
 			}
 		}

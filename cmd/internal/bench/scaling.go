@@ -8,10 +8,26 @@ import (
 
 // runScaling fills a queue with backlog jobs straight on the store, then
 // times how fast a worker drains the first cfg.ScaleMeasure of them. The
-// rest stay queued (an isolated store drops them on close).
-func (e *env) runScaling(ctx context.Context, name string, backlog int) (Result, error) {
+// rest stay queued (an isolated store drops them on close). With churn > 0
+// the queue first has churn jobs enqueued, claimed and completed straight on
+// the store, so that the backlog sits beside that many finished jobs and, on
+// PostgreSQL, their dead row versions until vacuum removes them: the table
+// a queue has after a busy day, not a fresh one.
+func (e *env) runScaling(ctx context.Context, name string, backlog, churn int) (Result, error) {
 	queue := e.queueName(name)
 	batch := min(5_000, e.cfg.SpawnBatch*5)
+	if churn > 0 {
+		if _, err := e.enqueueRaw(ctx, fmt.Sprintf("%s churn enqueue %d", name, churn), queue, "bench-raw", churn, batch); err != nil {
+			return Result{}, err
+		}
+		seen := newTracker(churn, 0)
+		if _, err := e.rawDrain(ctx, fmt.Sprintf("%s churn claim+complete %d", name, churn), queue, churn, seen); err != nil {
+			return Result{}, fmt.Errorf("churn: %w", err)
+		}
+		if d, example := seen.completedTwice(); d > 0 {
+			return Result{}, fmt.Errorf("churn: %s claimed and completed more than once (e.g. %s)", plural(d, "job"), example)
+		}
+	}
 	if _, err := e.enqueueRaw(ctx, fmt.Sprintf("%s fill %d", name, backlog), queue, taskNoop.Name(), backlog, batch); err != nil {
 		return Result{}, err
 	}
@@ -41,6 +57,7 @@ func (e *env) runScaling(ctx context.Context, name string, backlog int) (Result,
 		Scenario:    name,
 		Jobs:        m,
 		Backlog:     backlog,
+		Churned:     churn,
 		DrainPerSec: rate(m, elapsed),
 		CPUSeconds:  (u1.cpu - u0.cpu).Seconds(),
 		PeakRSSMiB:  float64(u1.peakRSS) / (1 << 20),

@@ -107,6 +107,9 @@ func cpuPerJob(r Result) string {
 
 // jobsCell is how many jobs a scenario timed, and from what backlog.
 func jobsCell(r Result) string {
+	if r.Backlog > 0 && r.Churned > 0 {
+		return fmt.Sprintf("%d of %d, after %d finished", r.Jobs, r.Backlog, r.Churned)
+	}
 	if r.Backlog > 0 {
 		return fmt.Sprintf("%d of %d", r.Jobs, r.Backlog)
 	}

@@ -73,7 +73,11 @@ func verdicts(kind string, results []Result, ratios []float64) []Verdict {
 		if len(ratios) == 0 {
 			ratios = []float64{large.DrainPerSec / small.DrainPerSec}
 		}
-		out = append(out, ratioVerdict(fmt.Sprintf("drain with %d queued / with %d queued", large.Backlog, small.Backlog), ScalingMinRatio, ratios))
+		goal := fmt.Sprintf("drain with %d queued / with %d queued", large.Backlog, small.Backlog)
+		if large.Churned > 0 {
+			goal = fmt.Sprintf("drain with %d queued after %d finished / with %d queued", large.Backlog, large.Churned, small.Backlog)
+		}
+		out = append(out, ratioVerdict(goal, ScalingMinRatio, ratios))
 	}
 	if r := find("idle"); r != nil {
 		v := r.CallsPerSec

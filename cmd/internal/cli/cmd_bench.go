@@ -54,7 +54,9 @@ the default) through the real runtime and reports:
   idle        backend calls (and commands sent to the server) per second of a
               worker with nothing to do
   scaling     drain rate with --scale-large jobs queued vs --scale-small
-              (not run unless named in --scenarios: it takes minutes)
+              (not run unless named in --scenarios: it takes minutes);
+              --scale-churn first runs that many jobs through the large
+              queue, so that its backlog sits beside finished jobs
   soak        a steady load (--soak-rate jobs/s for --soak-duration, batches
               of --soak-batch, no-op and working handlers by turns) with
               retention on, sampled every --soak-interval: drain rate,
@@ -97,6 +99,7 @@ below the one the URL names, and deletes it at the end (--keep keeps it).`,
 			fs.IntVar(&bf.cfg.ScaleSmall, "scale-small", d.ScaleSmall, "small backlog of the scaling scenario (`jobs`)")
 			fs.IntVar(&bf.cfg.ScaleLarge, "scale-large", d.ScaleLarge, "large backlog of the scaling scenario (`jobs`)")
 			fs.IntVar(&bf.cfg.ScaleMeasure, "scale-measure", d.ScaleMeasure, "`jobs` drained and timed from each backlog")
+			fs.IntVar(&bf.cfg.ScaleChurn, "scale-churn", d.ScaleChurn, "`jobs` claimed and completed on the large backlog's queue before it is filled (dead tuples on PostgreSQL)")
 			fs.DurationVar(&bf.cfg.IdleDuration, "idle-duration", d.IdleDuration, "how long the idle worker is watched")
 			fs.DurationVar(&bf.cfg.StallTimeout, "stall-timeout", d.StallTimeout, "fail a phase that makes no progress for this long")
 			fs.BoolVar(&bf.quick, "quick", false, "a small run for smoke tests: 2,000 jobs, one run, short mixed and idle phases")
