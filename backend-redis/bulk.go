@@ -35,17 +35,10 @@ func (b *Backend) BulkStep(ctx context.Context, req core.BulkRequest) (core.Bulk
 	if err := b.check(op); err != nil {
 		return core.BulkResult{Next: req.Cursor}, err
 	}
-	if err := core.ValidateBulk(req); err != nil {
-		return core.BulkResult{}, err
-	}
-	s := req.Search
-	s.Limit, s.Cursor = req.Limit, req.Cursor
-	page, err := b.searchPage(ctx, s)
+	jobs, res, err := core.BulkJobs(ctx, b, req)
 	if err != nil {
-		return core.BulkResult{Next: req.Cursor}, err
+		return res, err
 	}
-	jobs := page.Jobs
-	res := core.BulkResult{Next: page.Next, Done: page.Next == ""}
 	if b.sharded {
 		for i, j := range jobs {
 			if j.Queue != jobs[0].Queue {

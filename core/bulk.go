@@ -171,6 +171,18 @@ type BulkActor interface {
 // result whose Next is req.Cursor. A [BulkActor] then applies the action
 // to the ids and counts each with [BulkResult.Record].
 func BulkPage(ctx context.Context, js JobSearcher, req BulkRequest) ([]string, BulkResult, error) {
+	jobs, res, err := BulkJobs(ctx, js, req)
+	ids := make([]string, len(jobs))
+	for i, j := range jobs {
+		ids[i] = j.ID
+	}
+	return ids, res, err
+}
+
+// BulkJobs is [BulkPage] for a [BulkActor] that needs more of each job
+// than its id, such as its queue: it returns the page's jobs as SearchJobs
+// read them, in SearchJobs order, with the same result and errors.
+func BulkJobs(ctx context.Context, js JobSearcher, req BulkRequest) ([]Job, BulkResult, error) {
 	if err := ValidateBulk(req); err != nil {
 		return nil, BulkResult{}, err
 	}
@@ -180,11 +192,7 @@ func BulkPage(ctx context.Context, js JobSearcher, req BulkRequest) ([]string, B
 	if err != nil {
 		return nil, BulkResult{Next: req.Cursor}, err
 	}
-	ids := make([]string, len(page.Jobs))
-	for i, j := range page.Jobs {
-		ids[i] = j.ID
-	}
-	return ids, BulkResult{Next: page.Next, Done: page.Next == ""}, nil
+	return page.Jobs, BulkResult{Next: page.Next, Done: page.Next == ""}, nil
 }
 
 // Bulk runs one bounded step of a bulk action on b: it reads up to
