@@ -177,6 +177,19 @@ func TestTruncateError(t *testing.T) {
 	}
 }
 
+func TestCancelReason(t *testing.T) {
+	if got := core.CancelReason(""); got != core.DefaultCancelReason {
+		t.Fatalf("empty reason recorded as %q, want %q", got, core.DefaultCancelReason)
+	}
+	if got := core.CancelReason("operator"); got != "operator" {
+		t.Fatalf("reason recorded as %q", got)
+	}
+	long := strings.Repeat("é", core.MaxErrorLength)
+	if got := core.CancelReason(long); got != core.TruncateError(long) {
+		t.Fatalf("a long reason recorded with %d bytes, want %d", len(got), len(core.TruncateError(long)))
+	}
+}
+
 func TestManualClock(t *testing.T) {
 	c := core.NewManualClock(time.Unix(10, 5).UTC())
 	if !c.Now().Equal(time.Unix(10, 0)) {
