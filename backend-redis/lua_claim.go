@@ -46,8 +46,7 @@ local function limitsof(task)
   end
   return c
 end
--- running counts as stored, plus this claim's (a task's group), or as
--- stored (a key's group, read only when needed: see takes)
+-- running counts as stored, plus this claim's
 local function running(f)
   local v = RC[f]
   if v == nil then
@@ -56,40 +55,22 @@ local function running(f)
   end
   return v
 end
--- KD counts this claim's starts per task and key: KD[task][key]
-local KD = {}
--- readall reads the running counts of the fields f in one HMGET.
-local function readall(f)
-  if #f == 0 then return end
-  local v = hmget(k.flow, f)
-  for i, fl in ipairs(f) do RC[fl] = tonumber(v[i] or '0') end
-end
--- prefetch reads the running counts of the tasks of the jobs ids that
--- have limits and that this claim has not read yet, in one HMGET; then
--- those of their keys, in one more, but only for a task whose count could
--- reach its per-key limit within the page: a key never runs more jobs than
--- its task, so below that its count is not needed
+-- prefetch reads the running counts of the groups of the jobs ids that
+-- have limits, and that this claim has not read yet, in one HMGET
 local function prefetch(ids)
   local f = {}
   for _, id in ipairs(ids) do
     local r = J[id]
     if r and limitsof(r[RT]) then
-      local tg = tpre(r[RT])
+      local tg, kg = groupsof(r)
       if RC[tg] == nil then RC[tg] = 0; f[#f + 1] = tg end
+      if kg and RC[kg] == nil then RC[kg] = 0; f[#f + 1] = kg end
     end
   end
-  readall(f)
-  f = {}
-  for _, id in ipairs(ids) do
-    local r = J[id]
-    local c = r and limitsof(r[RT])
-    local lk = r and r[RLK]
-    if c and c[2] > 0 and lk and lk ~= '' and RC[tpre(r[RT])] + #ids >= c[2] then
-      local kg = kpre(r[RT]) .. '|' .. lk
-      if RC[kg] == nil then RC[kg] = 0; f[#f + 1] = kg end
-    end
+  if #f > 0 then
+    local v = hmget(k.flow, f)
+    for i, fl in ipairs(f) do RC[fl] = tonumber(v[i] or '0') end
   end
-  readall(f)
 end
 -- starts in the current second, as stored plus this claim's
 local function starts(f)
@@ -113,25 +94,20 @@ end
 -- the gate of its group, which lets it back when the group frees a slot;
 -- one held by a start rate waits in its gate for the next window.
 local function takes(id, r)
-  local task = r[RT]
-  local c = limitsof(task)
+  local c = limitsof(r[RT])
   if not c then return true end
-  local tg = tpre(task)
-  local lk = r[RLK]
-  if lk == '' then lk = nil end
-  local t = running(tg)
-  local kr
-  if lk and c[4] > 0 then kr = 'rk|' .. task .. '|' .. lk end
+  local task = r[RT]
+  local tg, kg = groupsof(r)
+  local kf, kr
+  if kg then kf, kr = 'k|' .. task .. '|' .. r[RLK], 'rk|' .. task .. '|' .. r[RLK] end
   local rd
-  if c[1] > 0 and t >= c[1] then
+  if c[1] > 0 and running(tg) >= c[1] then
     rd = 2
-  elseif lk and c[2] > 0 and t >= c[2] and running(kpre(task) .. '|' .. lk) + ((KD[task] or {})[lk] or 0) >= c[2] then
-    -- the key's count as stored plus this claim's starts; while its
-    -- task's count t is below c[2], so is the key's: not read
+  elseif kg and c[2] > 0 and running(kf) >= c[2] then
     rd = 4
   elseif c[3] > 0 and starts('r|' .. task) >= c[3] then
     rd = 5
-  elseif kr and starts(kr) >= c[4] then
+  elseif kg and c[4] > 0 and starts(kr) >= c[4] then
     rd = 6
   end
   if rd then
@@ -143,18 +119,14 @@ local function takes(id, r)
     put(id, r)
     return false
   end
-  RC[tg] = t + 1
-  if lk then
-    local kd = KD[task]
-    if not kd then kd = {}; KD[task] = kd end
-    kd[lk] = (kd[lk] or 0) + 1
-  end
+  RC[tg] = running(tg) + 1
+  if kg then RC[kf] = running(kf) + 1 end
   -- start windows are kept for the rates that are set
   if c[3] > 0 then
     RW['r|' .. task] = starts('r|' .. task) + 1
     RWD['r|' .. task] = true
   end
-  if kr then
+  if kg and c[4] > 0 then
     RW[kr] = starts(kr) + 1
     RWD[kr] = true
   end
