@@ -14,8 +14,8 @@ import (
 var mixedTask = boson.NewTask[int, int]("mixed")
 
 // TestMixedDurationsDefaults runs short (1 ms) and long handlers under the
-// default worker options, on the process clock with a short lease (5 s,
-// renewed every 1.7 s, rescued every 2.5 s) on the memory backend and
+// default worker options, on the process clock with a short lease (8 s,
+// renewed every 2.7 s, rescued every 4 s) on the memory backend and
 // SQLite. The long jobs, one in every 300, are as many as the slots a
 // worker starts with: they would fill ten fixed slots long before the
 // short ones were done, and no short job could finish while all of them
@@ -47,7 +47,7 @@ func TestMixedDurationsDefaults(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			w, err := boson.NewWorker(b, boson.WorkerOptions{Logger: quiet, LeaseTTL: 5 * time.Second})
+			w, err := boson.NewWorker(b, boson.WorkerOptions{Logger: quiet, LeaseTTL: 8 * time.Second})
 			if err != nil {
 				t.Fatal(err)
 			}
