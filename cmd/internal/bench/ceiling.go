@@ -184,8 +184,7 @@ func (e *env) runStoreCeiling(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	seen := newTracker(n, 0)
-	drainTime, err := e.rawDrain(ctx, name+" claim+complete", queue, n, seen)
+	drainTime, problems, err := e.rawDrain(ctx, name+" claim+complete", queue, n)
 	if err != nil {
 		return Result{}, err
 	}
@@ -215,19 +214,17 @@ func (e *env) runStoreCeiling(ctx context.Context) (Result, error) {
 		CPUSeconds:  (u1.cpu - u0.cpu).Seconds(),
 		PeakRSSMiB:  float64(u1.peakRSS) / (1 << 20),
 	}
-	if d, example := seen.completedTwice(); d > 0 {
-		res.Problems = append(res.Problems, fmt.Sprintf("%s claimed and completed more than once by the raw loop (e.g. %s)", plural(d, "job"), example))
-	}
-	res.Problems = append(res.Problems, e.checkCounts(ctx, queue, n+e.cfg.RoundTrips)...)
+	res.Problems = append(problems, e.checkCounts(ctx, queue, n+e.cfg.RoundTrips)...)
 	return res, nil
 }
 
 // rawDrain claims and completes n jobs of queue straight on the store, with
 // cfg.CeilingLoops loops that claim cfg.CeilingBatch jobs and complete them
-// in one call, and notes each completion in seen. It returns how long the
-// drain took, or an error when a call fails, a completion is refused, or no
-// job can be claimed for cfg.StallTimeout.
-func (e *env) rawDrain(ctx context.Context, label, queue string, n int, seen *tracker) (time.Duration, error) {
+// in one call. It returns how long the drain took and, as problems, any job
+// it claimed and completed more than once; or an error when a call fails, a
+// completion is refused, or no job can be claimed for cfg.StallTimeout.
+func (e *env) rawDrain(ctx context.Context, label, queue string, n int) (time.Duration, []string, error) {
+	seen := newTracker(n, 0)
 	var done atomic.Int64
 	stop := e.prog.track(label, int64(n), done.Load)
 	errc := make(chan error, e.cfg.CeilingLoops)
@@ -279,5 +276,12 @@ func (e *env) rawDrain(ctx context.Context, label, queue string, n int, seen *tr
 	}
 	elapsed := time.Since(start)
 	stop()
-	return elapsed, errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return 0, nil, err
+	}
+	var problems []string
+	if d, example := seen.completedTwice(); d > 0 {
+		problems = append(problems, fmt.Sprintf("%s claimed and completed more than once by the raw loop (e.g. %s)", plural(d, "job"), example))
+	}
+	return elapsed, problems, nil
 }

@@ -2,7 +2,9 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -20,12 +22,12 @@ func (e *env) runScaling(ctx context.Context, name string, backlog, churn int) (
 		if _, err := e.enqueueRaw(ctx, fmt.Sprintf("%s churn enqueue %d", name, churn), queue, "bench-raw", churn, batch); err != nil {
 			return Result{}, err
 		}
-		seen := newTracker(churn, 0)
-		if _, err := e.rawDrain(ctx, fmt.Sprintf("%s churn claim+complete %d", name, churn), queue, churn, seen); err != nil {
-			return Result{}, fmt.Errorf("churn: %w", err)
+		_, problems, err := e.rawDrain(ctx, fmt.Sprintf("%s churn claim+complete %d", name, churn), queue, churn)
+		if err == nil && len(problems) > 0 {
+			err = errors.New(strings.Join(problems, "; "))
 		}
-		if d, example := seen.completedTwice(); d > 0 {
-			return Result{}, fmt.Errorf("churn: %s claimed and completed more than once (e.g. %s)", plural(d, "job"), example)
+		if err != nil {
+			return Result{}, fmt.Errorf("churn: %w", err)
 		}
 	}
 	if _, err := e.enqueueRaw(ctx, fmt.Sprintf("%s fill %d", name, backlog), queue, taskNoop.Name(), backlog, batch); err != nil {
