@@ -119,7 +119,7 @@ var storeMutants = []mutants.Mutant{{
 }, {
 	Name:     "claim-ignores-key-limit",
 	Breaks:   []string{mutants.ClaimLimit},
-	Edits:    []mutants.Edit{{File: "lua_claim.go", Find: `elseif kg and c[2] > 0 and running(kf) >= c[2] then`, Replace: `elseif false then`}},
+	Edits:    []mutants.Edit{{File: "lua_claim.go", Find: `elseif lk and c[2] > 0 and t >= c[2] and running(kpre(task) .. '|' .. lk) + ((KD[task] or {})[lk] or 0) >= c[2] then`, Replace: `elseif false then`}},
 	CaughtBy: []string{"FlowLimits/KeyMaxRunning", "FlowExact/KeyLimit"},
 }, {
 	Name:     "running-count-never-falls",
@@ -129,8 +129,13 @@ var storeMutants = []mutants.Mutant{{
 }, {
 	Name:     "claim-counts-jobs-alone",
 	Breaks:   []string{mutants.ClaimLimit},
-	Edits:    []mutants.Edit{{File: "lua_claim.go", Find: `  RC[tg] = running(tg) + 1`, Replace: ``}},
+	Edits:    []mutants.Edit{{File: "lua_claim.go", Find: `  RC[tg] = t + 1`, Replace: ``}},
 	CaughtBy: []string{"FlowLimits/ClaimCountsTogether", "FlowLimits/ConfigChangeNextClaim"},
+}, {
+	Name:     "claim-counts-key-jobs-alone",
+	Breaks:   []string{mutants.ClaimLimit},
+	Edits:    []mutants.Edit{{File: "lua_claim.go", Find: `    kd[lk] = (kd[lk] or 0) + 1`, Replace: ``}},
+	CaughtBy: []string{"FlowLimits/KeyMaxRunning"},
 }}
 
 // redisProperties are the properties the mutants must cover. A claim is one
