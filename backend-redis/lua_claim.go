@@ -66,9 +66,10 @@ local function readall(f)
 end
 -- prefetch reads the running counts of the tasks of the jobs ids that
 -- have limits and that this claim has not read yet, in one HMGET; then
--- those of their keys, in one more, but only for a task whose count could
--- reach its per-key limit within the page: a key never runs more jobs than
--- its task, so below that its count is not needed
+-- those of their keys, in one more, but only for a task whose key counts
+-- are kept (see KEYED) and whose count could reach its per-key limit
+-- within the page: a key never runs more jobs than its task, so below
+-- that its count is not needed
 local function prefetch(ids)
   local f = {}
   for _, id in ipairs(ids) do
@@ -84,7 +85,7 @@ local function prefetch(ids)
     local r = J[id]
     local c = r and limitsof(r[RT])
     local lk = r and r[RLK]
-    if c and c[2] > 0 and lk and lk ~= '' and RC[tpre(r[RT])] + #ids >= c[2] then
+    if c and c[2] > 0 and lk and lk ~= '' and RC[tpre(r[RT])] + #ids >= c[2] and keyed(k.flow, r[RT]) then
       local kg = kpre(r[RT]) .. '|' .. lk
       if RC[kg] == nil then RC[kg] = 0; f[#f + 1] = kg end
     end
@@ -108,6 +109,18 @@ local function starts(f)
   end
   return v
 end
+-- keycount returns the running jobs of a task's key, as stored plus this
+-- claim's starts (KD). A task whose key counts are not kept yet starts
+-- keeping them (see keepkeys): this claim's earlier starts of the task,
+-- which no count took, then go into the counts.
+local function keycount(task, lk)
+  if not keyed(k.flow, task) then
+    local kp = kpre(task)
+    for key, c in pairs(keepkeys(k, task)) do RC[kp .. '|' .. key] = c end
+    for key, d in pairs(KD[task] or {}) do bump(k.flow, kp, key, d) end
+  end
+  return running(kpre(task) .. '|' .. lk) + ((KD[task] or {})[lk] or 0)
+end
 -- takes reports whether job id may start now under its task's limits,
 -- and counts it when it may. A job held by a concurrency limit goes into
 -- the gate of its group, which lets it back when the group frees a slot;
@@ -125,9 +138,8 @@ local function takes(id, r)
   local rd
   if c[1] > 0 and t >= c[1] then
     rd = 2
-  elseif lk and c[2] > 0 and t >= c[2] and running(kpre(task) .. '|' .. lk) + ((KD[task] or {})[lk] or 0) >= c[2] then
-    -- the key's count as stored plus this claim's starts; while its
-    -- task's count t is below c[2], so is the key's: not read
+  elseif lk and c[2] > 0 and t >= c[2] and keycount(task, lk) >= c[2] then
+    -- while its task's count t is below c[2], so is the key's: not read
     rd = 4
   elseif c[3] > 0 and starts('r|' .. task) >= c[3] then
     rd = 5

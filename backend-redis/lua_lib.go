@@ -250,6 +250,23 @@ local function flowdel(key, fs)
     redis.call('DEL', key)
   end
 end
+-- KEYED caches per flow hash and task whether the task's key counts
+-- ("k|<task>|<key>") are kept: they are while the hash holds "~k|<task>",
+-- which the claim sets when the task's running count reaches its per-key
+-- limit (see keepkeys) and flush deletes with the task's count when that
+-- falls to zero. Below the limit no key can reach it, so the counts are
+-- not needed, and no transition pays for them.
+local KEYED = {}
+local function keyed(fk, task)
+  local e = KEYED[fk]
+  if not e then e = {}; KEYED[fk] = e end
+  local v = e[task]
+  if v == nil then
+    v = redis.call('HEXISTS', fk, '~k|' .. task) == 1
+    e[task] = v
+  end
+  return v
+end
 local function flush(k)
   if #JW > 0 or #RS > 0 then
     local a, xa = RS, nil
@@ -295,12 +312,14 @@ local function flush(k)
       -- one read and at most two writes: a count that falls to zero goes
       -- (below zero: jobs that ran before the counts existed), so that a
       -- deleted queue leaves none
-      local fs, ds = {}, {}
+      local fs, ds, ts = {}, {}, {}
       for a, f in pairs(e) do
         for b, d in pairs(f) do
           if d ~= 0 then
             fs[#fs + 1] = a .. '|' .. b
             ds[#ds + 1] = d
+            -- a task's count: its task, should it fall to zero
+            if a == 't' then ts[#fs] = b end
           end
         end
       end
@@ -318,6 +337,13 @@ local function flush(k)
             set[#set + 1] = vs
           else
             del[#del + 1] = fl
+            local task = ts[n]
+            if task then
+              -- no job of the task runs: no key's count is left, and
+              -- none is kept until the task reaches its per-key limit again
+              del[#del + 1] = '~k|' .. task
+              if KEYED[key] then KEYED[key][task] = nil end
+            end
           end
         end
         if #set > 0 then
@@ -624,7 +650,7 @@ local function setstate(k, id, r, new)
     local d = new == RUNNING and 1 or -1
     bump(k.flow, 't', task, d)
     local lk = r[RLK]
-    if lk and lk ~= '' then bump(k.flow, kpre(task), lk, d) end
+    if lk and lk ~= '' and keyed(k.flow, task) then bump(k.flow, kpre(task), lk, d) end
     -- the record stands for its groups (see settle)
     if d < 0 then REL[#REL + 1] = r end
   end
@@ -818,6 +844,55 @@ local function kq(k, q)
   for _, n in ipairs({'flow', 'tflow', 'gate', 'gatet'}) do t[n] = '{' .. p .. '}:' .. n end
   KQ[tag] = t
   return t
+end
+
+-- keycounts returns the running jobs of task per limit key as stored,
+-- from the records of the jobs in the lease sets of every queue of the
+-- prefix (a lease set holds exactly its queue's running jobs).
+local function keycounts(k, task)
+  local p = string.match(k.job, '^{([^:}]*)')
+  local n = {}
+  for _, q in ipairs(redis.call('SMEMBERS', '{' .. p .. '}:queues')) do
+    local kk = kq(k, q)
+    local ids = redis.call('ZRANGE', kk.lease, '0', '-1')
+    if #ids > 0 then
+      fetch(kk, ids)
+      for _, id in ipairs(ids) do
+        local r = J[id]
+        local lk = r and r[RLK]
+        if lk and lk ~= '' and r[RT] == task and r[RST] == RUNNING then n[lk] = (n[lk] or 0) + 1 end
+      end
+    end
+  end
+  return n
+end
+
+-- keepkeys starts keeping task's key counts (see KEYED): it writes them
+-- as keycounts finds them, with "~k|<task>", deletes any other field of
+-- the task's keys (left by a version that kept them always) and returns
+-- the counts.
+local function keepkeys(k, task)
+  local n = keycounts(k, task)
+  local pre = kpre(task) .. '|'
+  local set, stale = {'~k|' .. task, '1'}, {}
+  for lk, c in pairs(n) do
+    set[#set + 1] = pre .. lk
+    set[#set + 1] = fmt(c)
+  end
+  local cur = '0'
+  repeat
+    local sc = redis.call('HSCAN', k.flow, cur, 'COUNT', '1000')
+    cur = sc[1]
+    for i = 1, #sc[2], 2 do
+      local f = sc[2][i]
+      if string.sub(f, 1, #pre) == pre and not n[string.sub(f, #pre + 1)] then stale[#stale + 1] = f end
+    end
+  until cur == '0'
+  bulk('HSET', k.flow, set)
+  if #stale > 0 then flowdel(k.flow, stale) end
+  KEYED[k.flow] = KEYED[k.flow] or {}
+  KEYED[k.flow][task] = true
+  return n
 end
 
 -- EX caches, per call, whether a key of waits or edges exists.
@@ -1037,7 +1112,7 @@ local function purge(k, id, r, del)
     bump(k.flow, 't', task, -1)
     REL[#REL + 1] = tg
     if kg then
-      bump(k.flow, kpre(task), r[RLK], -1)
+      if keyed(k.flow, task) then bump(k.flow, kpre(task), r[RLK], -1) end
       REL[#REL + 1] = kg
     end
   end
@@ -1188,5 +1263,6 @@ local function begin()
   if #ZO > 0 or next(S) then Z, ZO, S = {}, {}, {} end
   NOW = nil
   if #REL > 0 or #SQ > 0 then REL, SQ = {}, {} end
+  if next(KEYED) then KEYED = {} end
 end
 `
