@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/boson-go/boson/core"
@@ -13,11 +12,12 @@ import (
 var _ core.FlowController = (*Backend)(nil)
 
 // RunningByKey returns the running jobs of task grouped by limit key, most
-// running first (ties by key), from the running counts that every
-// transition into or out of running keeps in step ("k|<task>|<key>" of the
-// prefix's flow hash). On a cluster with a slot per queue (no
-// Options.OneSlot) flow control is not offered whole, and it fails with
-// core.ErrUnsupported. See core.FlowController.
+// running first (ties by key), in one script: from the key counts of the
+// prefix's flow hash ("k|<task>|<key>") while the task's are kept, which
+// every transition into or out of running keeps in step, else from the
+// records of the jobs in the lease sets of the prefix's queues. On a
+// cluster with a slot per queue (no Options.OneSlot) flow control is not
+// offered whole, and it fails with core.ErrUnsupported. See core.FlowController.
 func (b *Backend) RunningByKey(ctx context.Context, task string, limit int) ([]core.KeyCount, error) {
 	if err := b.check("running by key"); err != nil {
 		return nil, err
@@ -31,21 +31,17 @@ func (b *Backend) RunningByKey(ctx context.Context, task string, limit int) ([]c
 	if limit == 0 {
 		limit = core.DefaultPageSize
 	}
-	pre := "k|" + task + "|"
+	v, err := b.run(ctx, scriptRunningByKey, core.DefaultQueue, task)
+	if err != nil {
+		return nil, wrap("running by key", err)
+	}
+	a, _ := v.([]any)
 	sums := map[string]int64{}
-	it := b.rdb.HScan(ctx, b.ks.name(core.DefaultQueue, "flow"), 0, pre+"*", 1000).Iterator()
-	for it.Next(ctx) {
-		field := it.Val()
-		if !it.Next(ctx) {
-			break
-		}
-		n, _ := strconv.ParseInt(it.Val(), 10, 64)
-		if k, ok := strings.CutPrefix(field, pre); ok && n > 0 {
+	for i := 1; i+1 < len(a); i += 2 {
+		k, _ := a[i].(string)
+		if n, _ := a[i+1].(int64); n > 0 {
 			sums[k] += n
 		}
-	}
-	if err := it.Err(); err != nil {
-		return nil, wrap("running by key", err)
 	}
 	out := make([]core.KeyCount, 0, len(sums))
 	for k, n := range sums {

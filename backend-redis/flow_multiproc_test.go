@@ -255,7 +255,9 @@ func flowMultiProcess(t *testing.T, c redis.UniversalClient, target string, oneS
 				t.Fatal(err)
 			}
 			for f, v := range m {
-				if !strings.HasPrefix(f, "r") && v != "0" {
+				// start windows ("r…") and the hash's own fields ("~…", see
+				// flush) are not running counts
+				if !strings.HasPrefix(f, "r") && !strings.HasPrefix(f, "~") && v != "0" {
 					t.Errorf("flow count %s = %s is left", f, v)
 				}
 			}

@@ -69,7 +69,7 @@ func (ks keyspace) queueKeys(queue string) []string {
 		t + "cnt",               // hash: "<task>|<state>" job counts
 		t + "pend",              // hash: "m|<batch>" -> "<coordinator queue>|<prepared µs>", "i|<batch>" -> items: prepared parts of cross-slot batches
 		t + "txn",               // hash: "<batch>" -> "<c|a>|<decided µs>|<participant queues>": decisions of the cross-slot batches this queue coordinates
-		ks.name(queue, "flow"),  // hash: "t|<task>" and "k|<task>|<key>" running counts, "r|<task>" and "rk|<task>|<key>" start windows
+		ks.name(queue, "flow"),  // hash: "t|<task>" and "k|<task>|<key>" running counts (the latter while "~k|<task>" says they are kept), "r|<task>" and "rk|<task>|<key>" start windows, "~ht", "~sweep"
 		ks.name(queue, "tflow"), // hash: task -> its flow limits, "<max running>|<per key>|<starts/s>|<starts/s per key>|<hold>"
 		ks.name(queue, "gate"),  // lex zset: "<group>#<ready key>#<ready member>#<channel>": jobs a limit holds back
 		t + "seqh",              // hash: sequence key -> id of the job at its head

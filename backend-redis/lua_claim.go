@@ -46,7 +46,8 @@ local function limitsof(task)
   end
   return c
 end
--- running counts as stored, plus this claim's
+-- running counts as stored, plus this claim's (a task's group), or as
+-- stored (a key's group, read only when needed: see takes)
 local function running(f)
   local v = RC[f]
   if v == nil then
@@ -55,22 +56,41 @@ local function running(f)
   end
   return v
 end
--- prefetch reads the running counts of the groups of the jobs ids that
--- have limits, and that this claim has not read yet, in one HMGET
+-- KD counts this claim's starts per task and key: KD[task][key]
+local KD = {}
+-- readall reads the running counts of the fields f in one HMGET.
+local function readall(f)
+  if #f == 0 then return end
+  local v = hmget(k.flow, f)
+  for i, fl in ipairs(f) do RC[fl] = tonumber(v[i] or '0') end
+end
+-- prefetch reads the running counts of the tasks of the jobs ids that
+-- have limits and that this claim has not read yet, in one HMGET; then
+-- those of their keys, in one more, but only for a task whose key counts
+-- are kept (see KEYED) and whose count could reach its per-key limit
+-- within the page: a key never runs more jobs than its task, so below
+-- that its count is not needed
 local function prefetch(ids)
   local f = {}
   for _, id in ipairs(ids) do
     local r = J[id]
     if r and limitsof(r[RT]) then
-      local tg, kg = groupsof(r)
+      local tg = tpre(r[RT])
       if RC[tg] == nil then RC[tg] = 0; f[#f + 1] = tg end
-      if kg and RC[kg] == nil then RC[kg] = 0; f[#f + 1] = kg end
     end
   end
-  if #f > 0 then
-    local v = hmget(k.flow, f)
-    for i, fl in ipairs(f) do RC[fl] = tonumber(v[i] or '0') end
+  readall(f)
+  f = {}
+  for _, id in ipairs(ids) do
+    local r = J[id]
+    local c = r and limitsof(r[RT])
+    local lk = r and r[RLK]
+    if c and c[2] > 0 and lk and lk ~= '' and RC[tpre(r[RT])] + #ids >= c[2] and keyed(k.flow, r[RT]) then
+      local kg = kpre(r[RT]) .. '|' .. lk
+      if RC[kg] == nil then RC[kg] = 0; f[#f + 1] = kg end
+    end
   end
+  readall(f)
 end
 -- starts in the current second, as stored plus this claim's
 local function starts(f)
@@ -89,25 +109,41 @@ local function starts(f)
   end
   return v
 end
+-- keycount returns the running jobs of a task's key, as stored plus this
+-- claim's starts (KD). A task whose key counts are not kept yet starts
+-- keeping them (see keepkeys): this claim's earlier starts of the task,
+-- which no count took, then go into the counts.
+local function keycount(task, lk)
+  if not keyed(k.flow, task) then
+    local kp = kpre(task)
+    for key, c in pairs(keepkeys(k, task)) do RC[kp .. '|' .. key] = c end
+    for key, d in pairs(KD[task] or {}) do bump(k.flow, kp, key, d) end
+  end
+  return running(kpre(task) .. '|' .. lk) + ((KD[task] or {})[lk] or 0)
+end
 -- takes reports whether job id may start now under its task's limits,
 -- and counts it when it may. A job held by a concurrency limit goes into
 -- the gate of its group, which lets it back when the group frees a slot;
 -- one held by a start rate waits in its gate for the next window.
 local function takes(id, r)
-  local c = limitsof(r[RT])
-  if not c then return true end
   local task = r[RT]
-  local tg, kg = groupsof(r)
-  local kf, kr
-  if kg then kf, kr = 'k|' .. task .. '|' .. r[RLK], 'rk|' .. task .. '|' .. r[RLK] end
+  local c = limitsof(task)
+  if not c then return true end
+  local tg = tpre(task)
+  local lk = r[RLK]
+  if lk == '' then lk = nil end
+  local t = running(tg)
+  local kr
+  if lk and c[4] > 0 then kr = 'rk|' .. task .. '|' .. lk end
   local rd
-  if c[1] > 0 and running(tg) >= c[1] then
+  if c[1] > 0 and t >= c[1] then
     rd = 2
-  elseif kg and c[2] > 0 and running(kf) >= c[2] then
+  elseif lk and c[2] > 0 and t >= c[2] and keycount(task, lk) >= c[2] then
+    -- while its task's count t is below c[2], so is the key's: not read
     rd = 4
   elseif c[3] > 0 and starts('r|' .. task) >= c[3] then
     rd = 5
-  elseif kg and c[4] > 0 and starts(kr) >= c[4] then
+  elseif kr and starts(kr) >= c[4] then
     rd = 6
   end
   if rd then
@@ -119,14 +155,18 @@ local function takes(id, r)
     put(id, r)
     return false
   end
-  RC[tg] = running(tg) + 1
-  if kg then RC[kf] = running(kf) + 1 end
+  RC[tg] = t + 1
+  if lk then
+    local kd = KD[task]
+    if not kd then kd = {}; KD[task] = kd end
+    kd[lk] = (kd[lk] or 0) + 1
+  end
   -- start windows are kept for the rates that are set
   if c[3] > 0 then
     RW['r|' .. task] = starts('r|' .. task) + 1
     RWD['r|' .. task] = true
   end
-  if kg and c[4] > 0 then
+  if kr then
     RW[kr] = starts(kr) + 1
     RWD[kr] = true
   end
@@ -223,10 +263,9 @@ if next(RWD) then
       if ws and ws < sec - 60 then del[#del + 1] = f end
     end
   end
-  if #del > 0 then bulk('HDEL', k.flow, del) end
-  if sw[1] == '0' then
-    redis.call('HDEL', k.flow, '~sweep')
-  else
+  if sw[1] == '0' then del[#del + 1] = '~sweep' end
+  if #del > 0 then flowdel(k.flow, del) end
+  if sw[1] ~= '0' then
     redis.call('HSET', k.flow, '~sweep', sw[1])
   end
 end

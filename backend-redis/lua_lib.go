@@ -85,6 +85,9 @@ local RRS, RRB, RRF, RT, RLW, RRE, RLE, RIK = 14, 15, 16, 17, 18, 19, 20, 21
 -- after RF; its RUQ..RUP are nil. Position 22 holds where RF ended.
 local RX = '>BHc0Hc0Hc0'
 local RUQ, RLK, RSK, RUP = 23, 24, 25, 26
+-- RFX is RF followed by RX (without its byte order), to pack a record
+-- with flow fields at once.
+local RFX = RF .. 'BHc0Hc0Hc0'
 -- The ready flag RRD: 0 in no set or the scheduled set, 1 ready, 3
 -- waiting behind its sequence's head; 2, 4, 5 and 6 held back by a gate
 -- (or let back into the ready set from it and not claimed yet): its
@@ -194,13 +197,14 @@ end
 -- packed encodes a record in the layout RF.
 local function packed(r)
   local t, w, e, l, ik = r[RT], r[RLW], r[RRE], r[RLE], r[RIK]
-  local s = spack(RF, r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13],
-    r[14], r[15], r[16], #t, t, #w, w, #e, e, #l, l, #ik, ik)
   if r[RUQ] then
+    -- one pack of both layouts: no second copy of the record
     local lk, sk, up = r[RLK], r[RSK], r[RUP]
-    s = s .. spack(RX, r[RUQ], #lk, lk, #sk, sk, #up, up)
+    return spack(RFX, r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13],
+      r[14], r[15], r[16], #t, t, #w, w, #e, e, #l, l, #ik, ik, r[RUQ], #lk, lk, #sk, sk, #up, up)
   end
-  return s
+  return spack(RF, r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13],
+    r[14], r[15], r[16], #t, t, #w, w, #e, e, #l, l, #ik, ik)
 end
 
 -- collected index writes: Z[key][member] = score, or false to remove
@@ -234,6 +238,35 @@ local function bulk(cmd, key, list)
 end
 -- RS collects results to write: "<id>|r", value, ...
 local RS = {}
+-- FLOWHT is the value of the flow hash's field "~ht" (see flush).
+local FLOWHT = 'this field keeps the hash in hash table encoding: 65 bytes or more'
+-- flowdel deletes the fields fs of the flow hash key. Every deletion of
+-- flow fields goes through it: when it leaves only "~ht", which stands
+-- for nothing, the hash goes too, so that a flow hash holds a field that
+-- means something or does not exist (a deleted queue leaves none).
+local function flowdel(key, fs)
+  bulk('HDEL', key, fs)
+  if redis.call('HLEN', key) == 1 and redis.call('HEXISTS', key, '~ht') == 1 then
+    redis.call('DEL', key)
+  end
+end
+-- KEYED caches per flow hash and task whether the task's key counts
+-- ("k|<task>|<key>") are kept: they are while the hash holds "~k|<task>",
+-- which the claim sets when the task's running count reaches its per-key
+-- limit (see keepkeys) and flush deletes with the task's count when that
+-- falls to zero. Below the limit no key can reach it, so the counts are
+-- not needed, and no transition pays for them.
+local KEYED = {}
+local function keyed(fk, task)
+  local e = KEYED[fk]
+  if not e then e = {}; KEYED[fk] = e end
+  local v = e[task]
+  if v == nil then
+    v = redis.call('HEXISTS', fk, '~k|' .. task) == 1
+    e[task] = v
+  end
+  return v
+end
 local function flush(k)
   if #JW > 0 or #RS > 0 then
     local a, xa = RS, nil
@@ -279,29 +312,50 @@ local function flush(k)
       -- one read and at most two writes: a count that falls to zero goes
       -- (below zero: jobs that ran before the counts existed), so that a
       -- deleted queue leaves none
-      local fs, ds = {}, {}
+      local fs, ds, ts = {}, {}, {}
       for a, f in pairs(e) do
         for b, d in pairs(f) do
           if d ~= 0 then
             fs[#fs + 1] = a .. '|' .. b
             ds[#ds + 1] = d
+            -- a task's count: its task, should it fall to zero
+            if a == 't' then ts[#fs] = b end
           end
         end
       end
       if #fs > 0 then
         local cur = hmget(key, fs)
-        local set, del = {}, {}
+        -- counts are small and repeat across keys: each value is
+        -- formatted once per call (a format is thousands of instructions)
+        local set, del, txt = {}, {}, {}
         for n, fl in ipairs(fs) do
           local v = tonumber(cur[n] or '0') + ds[n]
           if v > 0 then
+            local vs = txt[v]
+            if not vs then vs = sformat('%d', v); txt[v] = vs end
             set[#set + 1] = fl
-            set[#set + 1] = sformat('%d', v)
+            set[#set + 1] = vs
           else
             del[#del + 1] = fl
+            local task = ts[n]
+            if task then
+              -- no job of the task runs: no key's count is left, and
+              -- none is kept until the task reaches its per-key limit again
+              del[#del + 1] = '~k|' .. task
+              if KEYED[key] then KEYED[key][task] = nil end
+            end
           end
         end
-        if #set > 0 then bulk('HSET', key, set) end
-        if #del > 0 then bulk('HDEL', key, del) end
+        if #set > 0 then
+          -- a value longer than hash-max-listpack-value (64 bytes by
+          -- default) keeps the hash a hash table for good: in a listpack
+          -- every field of a batch's HMGET and HSET is a scan of the
+          -- whole hash, and the flow hash holds a field per limit key
+          set[#set + 1] = '~ht'
+          set[#set + 1] = FLOWHT
+          bulk('HSET', key, set)
+        end
+        if #del > 0 then flowdel(key, del) end
       end
     else
       for a, f in pairs(e) do
@@ -544,12 +598,28 @@ local function admitdue(k, now)
   end
 end
 
+-- tpre and kpre return a task's group "t|<task>" and the start of its
+-- keys' groups "k|<task>", built once per task and call: the running
+-- counts of a batch are bumped per job without building a string (flush
+-- joins "k|<task>" and the key once per key, see bump).
+local TPRE, KPRE = {}, {}
+local function tpre(task)
+  local g = TPRE[task]
+  if not g then g = 't|' .. task; TPRE[task] = g end
+  return g
+end
+local function kpre(task)
+  local g = KPRE[task]
+  if not g then g = 'k|' .. task; KPRE[task] = g end
+  return g
+end
+
 -- groups returns the concurrency groups of a job: its task's, and its
 -- limit key's or nil.
 local function groupsof(r)
   local lk = r[RLK]
-  if lk and lk ~= '' then return 't|' .. r[RT], 'k|' .. r[RT] .. '|' .. lk end
-  return 't|' .. r[RT], nil
+  if lk and lk ~= '' then return tpre(r[RT]), kpre(r[RT]) .. '|' .. lk end
+  return tpre(r[RT]), nil
 end
 
 local function unschedule(k, id, r)
@@ -580,7 +650,7 @@ local function setstate(k, id, r, new)
     local d = new == RUNNING and 1 or -1
     bump(k.flow, 't', task, d)
     local lk = r[RLK]
-    if lk and lk ~= '' then bump(k.flow, 'k', task .. '|' .. lk, d) end
+    if lk and lk ~= '' and keyed(k.flow, task) then bump(k.flow, kpre(task), lk, d) end
     -- the record stands for its groups (see settle)
     if d < 0 then REL[#REL + 1] = r end
   end
@@ -774,6 +844,55 @@ local function kq(k, q)
   for _, n in ipairs({'flow', 'tflow', 'gate', 'gatet'}) do t[n] = '{' .. p .. '}:' .. n end
   KQ[tag] = t
   return t
+end
+
+-- keycounts returns the running jobs of task per limit key as stored,
+-- from the records of the jobs in the lease sets of every queue of the
+-- prefix (a lease set holds exactly its queue's running jobs).
+local function keycounts(k, task)
+  local p = string.match(k.job, '^{([^:}]*)')
+  local n = {}
+  for _, q in ipairs(redis.call('SMEMBERS', '{' .. p .. '}:queues')) do
+    local kk = kq(k, q)
+    local ids = redis.call('ZRANGE', kk.lease, '0', '-1')
+    if #ids > 0 then
+      fetch(kk, ids)
+      for _, id in ipairs(ids) do
+        local r = J[id]
+        local lk = r and r[RLK]
+        if lk and lk ~= '' and r[RT] == task and r[RST] == RUNNING then n[lk] = (n[lk] or 0) + 1 end
+      end
+    end
+  end
+  return n
+end
+
+-- keepkeys starts keeping task's key counts (see KEYED): it writes them
+-- as keycounts finds them, with "~k|<task>", deletes any other field of
+-- the task's keys (left by a version that kept them always) and returns
+-- the counts.
+local function keepkeys(k, task)
+  local n = keycounts(k, task)
+  local pre = kpre(task) .. '|'
+  local set, stale = {'~k|' .. task, '1'}, {}
+  for lk, c in pairs(n) do
+    set[#set + 1] = pre .. lk
+    set[#set + 1] = fmt(c)
+  end
+  local cur = '0'
+  repeat
+    local sc = redis.call('HSCAN', k.flow, cur, 'COUNT', '1000')
+    cur = sc[1]
+    for i = 1, #sc[2], 2 do
+      local f = sc[2][i]
+      if string.sub(f, 1, #pre) == pre and not n[string.sub(f, #pre + 1)] then stale[#stale + 1] = f end
+    end
+  until cur == '0'
+  bulk('HSET', k.flow, set)
+  if #stale > 0 then flowdel(k.flow, stale) end
+  KEYED[k.flow] = KEYED[k.flow] or {}
+  KEYED[k.flow][task] = true
+  return n
 end
 
 -- EX caches, per call, whether a key of waits or edges exists.
@@ -993,7 +1112,7 @@ local function purge(k, id, r, del)
     bump(k.flow, 't', task, -1)
     REL[#REL + 1] = tg
     if kg then
-      bump(k.flow, 'k', task .. '|' .. r[RLK], -1)
+      if keyed(k.flow, task) then bump(k.flow, kpre(task), r[RLK], -1) end
       REL[#REL + 1] = kg
     end
   end
@@ -1144,5 +1263,6 @@ local function begin()
   if #ZO > 0 or next(S) then Z, ZO, S = {}, {}, {} end
   NOW = nil
   if #REL > 0 or #SQ > 0 then REL, SQ = {}, {} end
+  if next(KEYED) then KEYED = {} end
 end
 `

@@ -89,3 +89,31 @@ for _, rg in ipairs({{'[t|' .. task .. '#', '(t|' .. task .. '$'}, {'[k|' .. tas
 end
 return {'ok', n}
 `
+
+// luaRunningByKey returns the running jobs of a task per limit key: the
+// key counts when the task's are kept (see KEYED in the library), else
+// counted from the records of the running jobs (see keycounts). ARGV:
+// now, channel, task. Returns {'ok', key, count, ...}.
+const luaRunningByKey = `
+local k = keys(1)
+local task = ARGV[3]
+local out = {'ok'}
+if keyed(k.flow, task) then
+  local pre = kpre(task) .. '|'
+  local cur = '0'
+  repeat
+    local sc = redis.call('HSCAN', k.flow, cur, 'MATCH', pre .. '*', 'COUNT', '1000')
+    cur = sc[1]
+    for i = 1, #sc[2], 2 do
+      out[#out + 1] = string.sub(sc[2][i], #pre + 1)
+      out[#out + 1] = tonumber(sc[2][i + 1])
+    end
+  until cur == '0'
+else
+  for lk, n in pairs(keycounts(k, task)) do
+    out[#out + 1] = lk
+    out[#out + 1] = n
+  end
+end
+return out
+`

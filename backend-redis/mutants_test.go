@@ -119,7 +119,7 @@ var storeMutants = []mutants.Mutant{{
 }, {
 	Name:     "claim-ignores-key-limit",
 	Breaks:   []string{mutants.ClaimLimit},
-	Edits:    []mutants.Edit{{File: "lua_claim.go", Find: `elseif kg and c[2] > 0 and running(kf) >= c[2] then`, Replace: `elseif false then`}},
+	Edits:    []mutants.Edit{{File: "lua_claim.go", Find: `elseif lk and c[2] > 0 and t >= c[2] and keycount(task, lk) >= c[2] then`, Replace: `elseif false then`}},
 	CaughtBy: []string{"FlowLimits/KeyMaxRunning", "FlowExact/KeyLimit"},
 }, {
 	Name:     "running-count-never-falls",
@@ -129,8 +129,26 @@ var storeMutants = []mutants.Mutant{{
 }, {
 	Name:     "claim-counts-jobs-alone",
 	Breaks:   []string{mutants.ClaimLimit},
-	Edits:    []mutants.Edit{{File: "lua_claim.go", Find: `  RC[tg] = running(tg) + 1`, Replace: ``}},
+	Edits:    []mutants.Edit{{File: "lua_claim.go", Find: `  RC[tg] = t + 1`, Replace: ``}},
 	CaughtBy: []string{"FlowLimits/ClaimCountsTogether", "FlowLimits/ConfigChangeNextClaim"},
+}, {
+	Name:     "claim-counts-key-jobs-alone",
+	Breaks:   []string{mutants.ClaimLimit},
+	Edits:    []mutants.Edit{{File: "lua_claim.go", Find: `    kd[lk] = (kd[lk] or 0) + 1`, Replace: ``}},
+	CaughtBy: []string{"FlowLimits/KeyMaxRunning"},
+}, {
+	// key counts are kept from the claim that brings a task to its per-key
+	// limit: they must start from the jobs that run already
+	Name:     "kept-key-counts-start-empty",
+	Breaks:   []string{mutants.ClaimLimit},
+	Edits:    []mutants.Edit{{File: "lua_lib.go", Find: `if lk and lk ~= '' and r[RT] == task and r[RST] == RUNNING then n[lk] = (n[lk] or 0) + 1 end`, Replace: ``}},
+	CaughtBy: []string{"FlowLimits/KeyAcrossQueues", "FlowLimits/KeyPerTask", "FlowReads/RunningByKey"},
+}, {
+	// and from the jobs the same claim started before they were kept
+	Name:     "kept-key-counts-miss-the-claims-starts",
+	Breaks:   []string{mutants.ClaimLimit},
+	Edits:    []mutants.Edit{{File: "lua_claim.go", Find: `    for key, d in pairs(KD[task] or {}) do bump(k.flow, kp, key, d) end`, Replace: ``}},
+	CaughtBy: []string{"FlowLimits/KeyPerTask", "FlowLimits/ConfigChangeNextClaim"},
 }}
 
 // redisProperties are the properties the mutants must cover. A claim is one

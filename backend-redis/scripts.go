@@ -75,31 +75,32 @@ func (s *luaScript) keysFunc() string {
 
 // The scripts of the backend.
 var (
-	scriptEnqueue    = newScript("enqueue", luaEnqueue)
-	scriptApply      = newScript("apply", luaApply)
-	scriptAbort      = newScript("abort", luaAbort)
-	scriptDecide     = newScript("decide", luaDecide)
-	scriptClaim      = newScript("claim", luaClaim)
-	scriptHeartbeat  = newScript("heartbeat", luaHeartbeat)
-	scriptComplete   = newScript("complete", luaComplete)
-	scriptFail       = newScript("fail", luaFail)
-	scriptSleep      = newScript("sleep", luaSleep)
-	scriptCheckpoint = newScript("checkpoint", luaCheckpoint)
-	scriptCancel     = newScript("cancel", luaCancel)
-	scriptRetry      = newScript("retry", luaRetry)
-	scriptBulk       = newScript("bulk", luaBulk)
-	scriptRescue     = newScript("rescue", luaRescue)
-	scriptCleanup    = newScript("cleanup", luaCleanup)
-	scriptDeleteJob  = newScript("delete_job", luaDeleteJob)
-	scriptDeleteQ    = newScript("delete_queue", luaDeleteQueue)
-	scriptFlowConfig = newScript("flow_config", luaFlowConfig)
-	scriptAwait      = newScript("await", luaAwait)
+	scriptEnqueue      = newScript("enqueue", luaEnqueue)
+	scriptApply        = newScript("apply", luaApply)
+	scriptAbort        = newScript("abort", luaAbort)
+	scriptDecide       = newScript("decide", luaDecide)
+	scriptClaim        = newScript("claim", luaClaim)
+	scriptHeartbeat    = newScript("heartbeat", luaHeartbeat)
+	scriptComplete     = newScript("complete", luaComplete)
+	scriptFail         = newScript("fail", luaFail)
+	scriptSleep        = newScript("sleep", luaSleep)
+	scriptCheckpoint   = newScript("checkpoint", luaCheckpoint)
+	scriptCancel       = newScript("cancel", luaCancel)
+	scriptRetry        = newScript("retry", luaRetry)
+	scriptBulk         = newScript("bulk", luaBulk)
+	scriptRescue       = newScript("rescue", luaRescue)
+	scriptCleanup      = newScript("cleanup", luaCleanup)
+	scriptDeleteJob    = newScript("delete_job", luaDeleteJob)
+	scriptDeleteQ      = newScript("delete_queue", luaDeleteQueue)
+	scriptFlowConfig   = newScript("flow_config", luaFlowConfig)
+	scriptRunningByKey = newScript("running_by_key", luaRunningByKey)
+	scriptAwait        = newScript("await", luaAwait)
 )
 
 // allScripts lists every script of the backend.
 var allScripts = []*luaScript{scriptEnqueue, scriptApply, scriptAbort, scriptDecide, scriptClaim, scriptHeartbeat,
 	scriptComplete, scriptFail, scriptSleep, scriptCheckpoint, scriptCancel, scriptRetry, scriptBulk, scriptRescue, scriptCleanup,
-	scriptDeleteJob, scriptDeleteQ, scriptFlowConfig, scriptAwait}
+	scriptDeleteJob, scriptDeleteQ, scriptFlowConfig, scriptRunningByKey, scriptAwait}
 
 // library is the Functions library of every script, named after a hash of
 // its code: "boson_<hash>", each function "boson_<hash>_<script>". A
