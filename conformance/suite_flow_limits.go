@@ -32,6 +32,7 @@ func testFlowLimits(t *testing.T, h Harness) {
 		"ExpiredLeaseStillCounts":  limitExpiredCounts,
 		"WakeCountsAgainstLimit":   limitWake,
 		"ManualRetryCountsAtClaim": limitManualRetry,
+		"MaxDelayAtClaim":          limitDeadlineAtClaim,
 	}
 	if h.Capabilities.Delete {
 		cs["FreedByDelete"] = func(e *env) { limitFreed(e, freeDelete) }
@@ -323,4 +324,11 @@ func requireKeyCounts(t testing.TB, got, want []core.KeyCount, what string) {
 			t.Fatalf("%s = %v, want %v", what, got, want)
 		}
 	}
+}
+
+// limitDeadlineAtClaim: a claim cancels the due jobs past their deadline
+// while a limit is stored, as it does without one.
+func limitDeadlineAtClaim(e *env) {
+	e.putTaskConfig(core.TaskConfig{Task: "t", MaxRunningPerKey: 5})
+	deadlineDelayClaim(e)
 }

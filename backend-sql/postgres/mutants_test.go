@@ -8,7 +8,10 @@ import (
 	"github.com/boson-go/boson/conformance/mutants"
 )
 
-const pgDialect = "../internal/engine/dialect_postgres.go"
+const (
+	pgDialect = "../internal/engine/dialect_postgres.go"
+	pgFlow    = "../internal/engine/claim_flow_pg.go"
+)
 
 // pgMutants break the Postgres claim statement and transactions; the
 // engine's shared mutants cover the rest.
@@ -53,7 +56,7 @@ var pgMutants = []mutants.Mutant{{
 }, {
 	Name:     "complete-keeps-running-count",
 	Breaks:   []string{mutants.ClaimLimit},
-	Edits:    []mutants.Edit{{File: pgDialect, Find: "SET n = c.n - dec.cnt,", Replace: "SET n = c.n,"}},
+	Edits:    []mutants.Edit{{File: pgDialect, Find: "SET n = c.n - locked.cnt,", Replace: "SET n = c.n,"}},
 	CaughtBy: []string{"FlowLimits/FreedByComplete", "FlowLimits/TaskMaxRunning"},
 }, {
 	Name:     "await-complete-uncounted",
@@ -65,6 +68,26 @@ var pgMutants = []mutants.Mutant{{
 	Breaks:   []string{mutants.AwaitCounts},
 	Edits:    []mutants.Edit{{File: pgDialect, Find: "RETURNING id, awaited_by),", Replace: "RETURNING id, NULL::text[] AS awaited_by),"}},
 	CaughtBy: []string{"Await/AllDeadline"},
+}, {
+	Name:     "flow-statement-over-limit",
+	Breaks:   []string{mutants.ClaimLimit},
+	Edits:    []mutants.Edit{{File: pgFlow, Find: "WHERE have + cnt > lim) AS v),", Replace: "WHERE have + cnt > lim + 1) AS v),"}},
+	CaughtBy: []string{"FlowLimits/KeyMaxRunning", "FlowLimits/TaskMaxRunning"},
+}, {
+	Name:     "flow-statement-ignores-marks",
+	Breaks:   []string{mutants.ClaimLimit},
+	Edits:    []mutants.Edit{{File: pgFlow, Find: "\tOR EXISTS (SELECT 1 FROM {s}jobs g JOIN", Replace: "\tOR false AND EXISTS (SELECT 1 FROM {s}jobs g JOIN"}},
+	CaughtBy: []string{"FlowLimits/KeyMaxRunning"},
+}, {
+	Name:     "flow-statement-ignores-rates",
+	Breaks:   []string{mutants.ClaimLimit},
+	Edits:    []mutants.Edit{{File: pgFlow, Find: "WHERE c.sequence_key IS NOT NULL OR f.rate > 0)", Replace: "WHERE c.sequence_key IS NOT NULL)"}},
+	CaughtBy: []string{"FlowRates/TaskStartsPerSecond"},
+}, {
+	Name:     "flow-statement-ignores-deadlines",
+	Breaks:   []string{mutants.ClaimDueOnly},
+	Edits:    []mutants.Edit{{File: pgFlow, Find: "\tOR EXISTS (SELECT 1 FROM {s}jobs WHERE queue = ? AND state IN ('queued', 'sleeping') AND deadline_at IS NOT NULL", Replace: "\tOR false AND EXISTS (SELECT 1 FROM {s}jobs WHERE queue = ? AND state IN ('queued', 'sleeping') AND deadline_at IS NOT NULL"}},
+	CaughtBy: []string{"FlowLimits/MaxDelayAtClaim"},
 }}
 
 func TestMutantsCoverProperties(t *testing.T) {

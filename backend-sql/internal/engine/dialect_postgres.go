@@ -55,18 +55,23 @@ picked AS (
 	ORDER BY priority, run_at, id LIMIT ? FOR UPDATE SKIP LOCKED),
 numbered AS (SELECT id, row_number() OVER () AS n FROM picked),
 claimed AS (
-	UPDATE {s}jobs j SET state = 'running',
+	UPDATE {s}jobs j SET ` + pgClaimSet + `
+	FROM numbered WHERE j.id = numbered.id
+	RETURNING j.*),
+` + pgCountCTEs("expired", "(SELECT id FROM expired UNION ALL SELECT id FROM picked)") + `
+SELECT `
+
+// pgClaimSet is the SET list that marks a job j running under a new
+// lease at the statement's clock (CTE clk); its placeholders are the
+// worker and the lease's length in microseconds.
+const pgClaimSet = `state = 'running',
 		attempt = CASE WHEN j.state = 'sleeping' THEN j.attempt ELSE j.attempt + 1 END,
 		token = j.token + 1, worker_id = ?, lease_expires_at = (SELECT t FROM clk) + ?::bigint,
 		first_started_at = CASE WHEN j.first_started_at = 0 THEN (SELECT t FROM clk) ELSE j.first_started_at END,
 		deadline_at = CASE WHEN j.first_started_at = 0
 			THEN (CASE WHEN j.max_duration > 0 THEN (SELECT t FROM clk) + (j.max_duration + 999) / 1000 ELSE NULL END)
 			ELSE j.deadline_at END,
-		started_at = (SELECT t FROM clk), run_id = j.id || '.' || (j.token + 1)::text
-	FROM numbered WHERE j.id = numbered.id
-	RETURNING j.*),
-` + pgCountCTEs("expired", "(SELECT id FROM expired UNION ALL SELECT id FROM picked)") + `
-SELECT `
+		started_at = (SELECT t FROM clk), run_id = j.id || '.' || (j.token + 1)::text`
 
 // pgCountCTEs counts, in the statement that ended them, the awaited jobs
 // among the rows of the CTE ended (id, awaited_by: their latest
@@ -142,9 +147,10 @@ func pgClaimStatement(req core.ClaimRequest, st cursorStart, now any, channel st
 // Claim implements Dialect with one statement outside any explicit
 // transaction. It starts where the queue's claim cursor says. That
 // statement claims nothing while flow control is on (a sequence or a
-// limit exists in the schema); the claim is then ClaimFlow's, in one
-// transaction, from the cursor while it holds back nothing it does not
-// gate.
+// limit exists in the schema); the claim is then pgFlowClaim's, or
+// ClaimFlow's when that one statement cannot decide, in one transaction
+// under the flow lock, from the cursor while it holds back nothing it
+// does not gate.
 func (Postgres) Claim(ctx context.Context, e *Engine, req core.ClaimRequest, now any) ([]core.Job, error) {
 	if !e.flowOn.Load() {
 		st := e.cursors.start(req.Queue, now)
@@ -172,6 +178,14 @@ func (Postgres) Claim(ctx context.Context, e *Engine, req core.ClaimRequest, now
 		// The clock is read under the flow lock, so that the claims of
 		// one window count in the order they read it.
 		if err := e.flowLock(ctx, q); err != nil {
+			return err
+		}
+		sql, args := pgFlowClaimStatement(req, st, now)
+		var slow bool
+		var err error
+		jobs, slow, err = collectClaimed(q.Query(ctx, e.render(sql), args...))
+		if err != nil || !slow {
+			clean = true
 			return err
 		}
 		t, err := e.now(ctx, q)
@@ -235,15 +249,14 @@ dec AS (
 		UNION ALL SELECT 'k', task, limit_key FROM done WHERE limit_key IS NOT NULL) AS y
 	GROUP BY y.scope, y.name, y.lkey),
 locked AS (
-	SELECT c.scope, c.name, c.lkey FROM {s}flow_counts c, dec
+	SELECT c.scope, c.name, c.lkey, dec.cnt FROM {s}flow_counts c, dec
 	WHERE c.scope = dec.scope AND c.name = dec.name AND c.lkey = dec.lkey
 		AND (SELECT count(*) FROM moved) >= 0
 	ORDER BY c.scope, c.name, c.lkey FOR UPDATE OF c),
 freed AS (
-	UPDATE {s}flow_counts c SET n = c.n - dec.cnt, ready = CASE WHEN c.scope = 'k' THEN c.ready + 1 ELSE c.ready END
-	FROM locked, dec
-	WHERE c.scope = locked.scope AND c.name = locked.name AND c.lkey = locked.lkey
-		AND dec.scope = locked.scope AND dec.name = locked.name AND dec.lkey = locked.lkey),
+	UPDATE {s}flow_counts c SET n = c.n - locked.cnt, ready = CASE WHEN c.scope = 'k' THEN c.ready + 1 ELSE c.ready END
+	FROM locked
+	WHERE c.scope = locked.scope AND c.name = locked.name AND c.lkey = locked.lkey),
 closed AS (
 	INSERT INTO {s}runs (job_id, token, id, attempt, worker_id, status, started_at, finished_at)
 	SELECT id, token, run_id, attempt, worker_id, 'succeeded', started_at, finished_at FROM done),

@@ -1,0 +1,104 @@
+package engine
+
+import (
+	"strings"
+
+	"github.com/boson-go/boson/core"
+)
+
+// The Postgres flow claim in one statement.
+//
+// ClaimFlow reads and writes the flow tables in a dozen statements, one
+// round trip each, and all of them under the schema's flow lock, so
+// every claim of the schema waits for them. Most claims need none of its
+// care: no limit is near, no mark waits to open a gate, no sequence or
+// start rate applies. pgFlowClaim claims those in a single statement
+// under the same lock, and leaves everything else to ClaimFlow:
+//
+//   - It first checks, from partial indexes, that nothing waits for a
+//     flow claim: the queue is not paused, no sequence of the queue is
+//     marked, no marked key has gated jobs, and no due job of the queue
+//     is past a cancellation deadline. Otherwise it locks nothing.
+//   - It locks the first Limit ungated due jobs in claim order, as
+//     ClaimFlow's walk starts, and reads their tasks' configs.
+//   - It claims them only if every one of them may start: none is in a
+//     sequence (every change in a sequence marks it, which sends the
+//     claim to ClaimFlow first; this is a second guard), none of their
+//     tasks limits its start rate, and every running count they add to
+//     (task, limit key, queue) stays within its limit. It then adds them
+//     to those counts and marks them running.
+//   - It takes off the marks it read on the rows it counts in, as
+//     ClaimFlow takes off those of keys with nothing gated: a marked key
+//     with gated jobs sent the claim to ClaimFlow, so none of its rows
+//     has any. Marks added after its read stay for the next claim.
+//   - Otherwise it claims nothing, and says so: the caller runs ClaimFlow
+//     in the same transaction, which passes over, gates or holds what it
+//     must.
+//
+// The counts it reads are exact or too high, never too low: the statement
+// starts after the flow lock is taken, so it sees every claim before it
+// (only claims, and config changes, under the same lock, raise a count),
+// while completions that commit meanwhile only lower them. The counts it
+// writes are upserts on the rows' latest versions, in key order, as
+// every other writer of flow_counts takes them.
+
+// pgFlowClaim is the statement; {after} is the cursor's condition or
+// nothing. Its arguments are now, the queue four times [, the cursor's
+// priority, run_at and id], the limit, the worker and the lease's length
+// in microseconds. Its rows are those of pgClaimResult: the claimed jobs
+// after a false flag, or one row whose flag is true when ClaimFlow must
+// decide.
+var pgFlowClaim = `WITH clk AS (SELECT ` + pgNow + ` AS t),
+qc AS (SELECT coalesce(max(paused), 0) AS paused, coalesce(max(max_running), 0) AS qmax
+	FROM {s}queue_configs WHERE queue = ?),
+slow AS (SELECT (SELECT paused FROM qc) <> 0
+	OR NOT EXISTS (SELECT 1 FROM {s}flow_switch WHERE seq <> 0 OR limits <> 0)
+	OR EXISTS (SELECT 1 FROM {s}flow_seqs WHERE queue = ? AND ready <> 0)
+	OR EXISTS (SELECT 1 FROM {s}jobs g JOIN {s}flow_counts c ON c.scope = 'k' AND c.name = g.task AND c.lkey = g.limit_key
+		WHERE g.key_gate <> 0 AND c.ready <> 0)
+	OR EXISTS (SELECT 1 FROM {s}jobs WHERE queue = ? AND state IN ('queued', 'sleeping') AND deadline_at IS NOT NULL
+		AND run_at <= (SELECT t FROM clk) AND deadline_at <= (SELECT t FROM clk)) AS b),
+cand AS MATERIALIZED (
+	SELECT id, queue, task, limit_key, sequence_key FROM {s}jobs
+	WHERE queue = ? {after}AND state IN ('queued', 'sleeping') AND seq_gate = 0 AND key_gate = 0
+		AND run_at <= (SELECT t FROM clk) AND (deadline_at IS NULL OR deadline_at > (SELECT t FROM clk))
+		AND NOT (SELECT b FROM slow)
+	ORDER BY priority, run_at, id LIMIT ? FOR UPDATE SKIP LOCKED),
+cfg AS (
+	SELECT d.task, coalesce(c.max_running, 0) AS mr, coalesce(c.max_running_per_key, 0) AS pk,
+		coalesce(c.max_starts_per_second, 0) + coalesce(c.max_starts_per_second_per_key, 0) AS rate
+	FROM (SELECT DISTINCT task FROM cand) d LEFT JOIN {s}task_configs c ON c.task = d.task),
+need AS (
+	SELECT 't' AS scope, c.task AS name, '' AS lkey, count(*) AS cnt, max(f.mr) AS lim
+		FROM cand c JOIN cfg f ON f.task = c.task WHERE f.mr > 0 GROUP BY c.task
+	UNION ALL SELECT 'k', c.task, c.limit_key, count(*), max(f.pk)
+		FROM cand c JOIN cfg f ON f.task = c.task WHERE f.pk > 0 AND c.limit_key IS NOT NULL GROUP BY c.task, c.limit_key
+	UNION ALL SELECT 'q', min(c.queue), '', count(*), max(qc.qmax)
+		FROM cand c, qc WHERE qc.qmax > 0 HAVING count(*) > 0),
+cur AS (
+	SELECT need.scope, need.name, need.lkey, need.cnt, need.lim, coalesce(n.n, 0) AS have, coalesce(n.ready, 0) AS seen
+	FROM need LEFT JOIN {s}flow_counts n ON n.scope = need.scope AND n.name = need.name AND n.lkey = need.lkey),
+ok AS (SELECT NOT EXISTS (SELECT 1 FROM cand c JOIN cfg f ON f.task = c.task WHERE c.sequence_key IS NOT NULL OR f.rate > 0)
+	AND NOT EXISTS (SELECT 1 FROM cur WHERE have + cnt > lim) AS v),
+counted AS (
+	INSERT INTO {s}flow_counts (scope, name, lkey, n, ready)
+	SELECT scope, name, lkey, cnt, -seen FROM cur WHERE (SELECT v FROM ok) ORDER BY scope, name, lkey
+	ON CONFLICT (scope, name, lkey) DO UPDATE SET n = {s}flow_counts.n + excluded.n, ready = {s}flow_counts.ready + excluded.ready),
+claimed AS (
+	UPDATE {s}jobs j SET ` + pgClaimSet + `
+	FROM cand WHERE j.id = cand.id AND (SELECT v FROM ok)
+	RETURNING j.*)
+SELECT false, ` + JobCols("") + ` FROM claimed
+UNION ALL SELECT true, ` + jobZeros() + ` WHERE (SELECT b FROM slow) OR NOT (SELECT v FROM ok)`
+
+// pgFlowClaimStatement returns pgFlowClaim for req starting at st, and
+// its arguments.
+func pgFlowClaimStatement(req core.ClaimRequest, st cursorStart, now any) (string, []any) {
+	args := []any{now, req.Queue, req.Queue, req.Queue, req.Queue}
+	after := ""
+	if !st.head {
+		after = "AND (priority, run_at, id) > (?::integer, ?::bigint, ?::text) "
+		args = append(args, st.pos.prio, st.pos.runAt, st.pos.id)
+	}
+	return strings.Replace(pgFlowClaim, "{after}", after, 1), append(args, req.Limit, req.WorkerID, ceilUS(req.LeaseTTL))
+}
