@@ -27,10 +27,14 @@ import (
 //     tasks limits its start rate, and every running count they add to
 //     (task, limit key, queue) stays within its limit. It then adds them
 //     to those counts and marks them running.
-//   - It takes off the marks it read on the rows it counts in, as
-//     ClaimFlow takes off those of keys with nothing gated: a marked key
-//     with gated jobs sent the claim to ClaimFlow, so none of its rows
-//     has any. Marks added after its read stay for the next claim.
+//   - It takes off the marks it read on a row it counts in once they
+//     reach pgMarksKept, as ClaimFlow takes off those of keys with
+//     nothing gated: a marked key with gated jobs sent the claim to
+//     ClaimFlow, so none of its rows has any. Marks added after its read
+//     stay for the next claim. Below that it leaves them, so that its
+//     write changes only the count, which no index holds: Postgres can
+//     then write the row as a heap-only tuple, with no index entries
+//     (the marks are in flow_counts_ready's predicate).
 //   - Otherwise it claims nothing, and says so: the caller runs ClaimFlow
 //     in the same transaction, which passes over, gates or holds what it
 //     must.
@@ -41,6 +45,10 @@ import (
 // while completions that commit meanwhile only lower them. The counts it
 // writes are upserts on the rows' latest versions, in key order, as
 // every other writer of flow_counts takes them.
+
+// pgMarksKept is how many marks a key may gather before pgFlowClaim
+// takes them off: every completion adds one, and the column is 32 bits.
+const pgMarksKept = "1024"
 
 // pgFlowClaim is the statement; {after} is the cursor's condition or
 // nothing. Its arguments are now, the queue four times [, the cursor's
@@ -82,7 +90,7 @@ ok AS (SELECT NOT EXISTS (SELECT 1 FROM cand c JOIN cfg f ON f.task = c.task WHE
 	AND NOT EXISTS (SELECT 1 FROM cur WHERE have + cnt > lim) AS v),
 counted AS (
 	INSERT INTO {s}flow_counts (scope, name, lkey, n, ready)
-	SELECT scope, name, lkey, cnt, -seen FROM cur WHERE (SELECT v FROM ok) ORDER BY scope, name, lkey
+	SELECT scope, name, lkey, cnt, CASE WHEN seen >= ` + pgMarksKept + ` THEN -seen ELSE 0 END FROM cur WHERE (SELECT v FROM ok) ORDER BY scope, name, lkey
 	ON CONFLICT (scope, name, lkey) DO UPDATE SET n = {s}flow_counts.n + excluded.n, ready = {s}flow_counts.ready + excluded.ready),
 claimed AS (
 	UPDATE {s}jobs j SET ` + pgClaimSet + `
