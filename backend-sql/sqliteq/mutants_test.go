@@ -11,6 +11,7 @@ import (
 const (
 	sqliteClaim   = "../internal/engine/claim.go"
 	sqliteDialect = "../internal/engine/dialect_sqlite.go"
+	sqliteFlow    = "../internal/engine/claim_flow_sqlite.go"
 )
 
 // sqliteMutants break SQLite's claim and its one writer's transactions;
@@ -58,6 +59,21 @@ var sqliteMutants = []mutants.Mutant{{
 	Breaks:   []string{mutants.AwaitCounts},
 	Edits:    []mutants.Edit{{File: sqliteClaim, Find: "\tif err := e.countAwaited(ctx, q, ids, now, false); err != nil {\n\t\treturn err\n\t}\n\tif len(waits) == 0 {", Replace: "\tif len(waits) == 0 {"}},
 	CaughtBy: []string{"Await/AllDeadline"},
+}, {
+	Name:     "flow-claim-over-limit",
+	Breaks:   []string{mutants.ClaimLimit},
+	Edits:    []mutants.Edit{{File: sqliteFlow, Find: "if fc.counts[k]+n > limit {", Replace: "if fc.counts[k]+n > limit+1 {"}},
+	CaughtBy: []string{"FlowLimits/KeyMaxRunning", "FlowLimits/TaskMaxRunning"},
+}, {
+	Name:     "flow-claim-ignores-rates",
+	Breaks:   []string{mutants.ClaimLimit},
+	Edits:    []mutants.Edit{{File: sqliteFlow, Find: "if len(starts) > 0 {", Replace: "if len(starts) > 0 && false {"}},
+	CaughtBy: []string{"FlowRates/TaskStartsPerSecond"},
+}, {
+	Name:     "flow-claim-ignores-deadlines",
+	Breaks:   []string{mutants.ClaimDueOnly},
+	Edits:    []mutants.Edit{{File: sqliteFlow, Find: "\tAND NOT EXISTS (SELECT 1 FROM {s}jobs INDEXED BY jobs_claim_deadline WHERE queue = ?", Replace: "\tAND NOT EXISTS (SELECT 1 FROM {s}jobs INDEXED BY jobs_claim_deadline WHERE false AND queue = ?"}},
+	CaughtBy: []string{"FlowLimits/MaxDelayAtClaim"},
 }}
 
 // sqliteProperties are the properties the mutants must cover. SQLite has

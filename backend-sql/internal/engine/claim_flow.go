@@ -90,13 +90,18 @@ func (e *Engine) claimFlow(ctx context.Context, q Querier, req core.ClaimRequest
 	return jobs, clean, err
 }
 
+// newFlowClaim returns the empty state of a flow claim in q at now.
+func (e *Engine) newFlowClaim(q Querier, now int64) *flowClaim {
+	return &flowClaim{e: e, q: q, now: now, sec: floorDiv(now, 1_000_000), cfgs: map[string]*flowCfg{},
+		counts: map[countKey]int64{}, starts: map[countKey]int64{}, seenSeqs: map[string]int64{}, seenKeys: map[countKey]int64{}}
+}
+
 func (e *Engine) claimFlowIn(ctx context.Context, q Querier, req core.ClaimRequest, now int64, after *cursorStart) (_ []core.Job, clean bool, _ error) {
 	if err := e.flowLock(ctx, q); err != nil {
 		return nil, false, err
 	}
 	clean = true
-	fc := &flowClaim{e: e, q: q, now: now, sec: floorDiv(now, 1_000_000), cfgs: map[string]*flowCfg{},
-		counts: map[countKey]int64{}, starts: map[countKey]int64{}, seenSeqs: map[string]int64{}, seenKeys: map[countKey]int64{}}
+	fc := e.newFlowClaim(q, now)
 	expired, err := fc.expire(ctx, req.Queue)
 	if err != nil {
 		return nil, false, err
@@ -543,26 +548,7 @@ func (fc *flowClaim) gate(ctx context.Context, col string, ids []string) error {
 // does), so that no two transactions wait for each other's rows.
 func (fc *flowClaim) count(ctx context.Context, queue string, jobs []core.Job, queueLimited bool) error {
 	e := fc.e
-	inc := map[countKey]int64{}
-	starts := map[countKey]int64{}
-	for _, j := range jobs {
-		c := fc.cfgs[j.Task]
-		if c.maxRunning > 0 {
-			inc[countKey{"t", j.Task, ""}]++
-		}
-		if c.perKey > 0 && j.LimitKey != "" {
-			inc[countKey{"k", j.Task, j.LimitKey}]++
-		}
-		if queueLimited {
-			inc[countKey{"q", j.Queue, ""}]++
-		}
-		if c.rate > 0 {
-			starts[countKey{"t", j.Task, ""}]++
-		}
-		if c.rateKey > 0 && j.LimitKey != "" {
-			starts[countKey{"k", j.Task, j.LimitKey}]++
-		}
-	}
+	inc, starts := fc.increments(jobs, queueLimited)
 	if len(fc.seenSeqs) > 0 {
 		seqs := make([]string, 0, len(fc.seenSeqs))
 		for s := range fc.seenSeqs {
@@ -619,6 +605,31 @@ func (fc *flowClaim) count(ctx context.Context, queue string, jobs []core.Job, q
 		WHERE true ORDER BY x.ord
 		ON CONFLICT (task, lkey, sec) DO UPDATE SET n = {s}flow_starts.n + excluded.n`), fc.sec, jsonArg(rows))
 	return err
+}
+
+// increments returns what claiming jobs adds to the running counts and
+// to the start windows of what their configs (read in fc.cfgs) limit.
+func (fc *flowClaim) increments(jobs []core.Job, queueLimited bool) (inc, starts map[countKey]int64) {
+	inc, starts = map[countKey]int64{}, map[countKey]int64{}
+	for _, j := range jobs {
+		c := fc.cfgs[j.Task]
+		if c.maxRunning > 0 {
+			inc[countKey{"t", j.Task, ""}]++
+		}
+		if c.perKey > 0 && j.LimitKey != "" {
+			inc[countKey{"k", j.Task, j.LimitKey}]++
+		}
+		if queueLimited {
+			inc[countKey{"q", j.Queue, ""}]++
+		}
+		if c.rate > 0 {
+			starts[countKey{"t", j.Task, ""}]++
+		}
+		if c.rateKey > 0 && j.LimitKey != "" {
+			starts[countKey{"k", j.Task, j.LimitKey}]++
+		}
+	}
+	return inc, starts
 }
 
 // jsonRows is a FROM item x of the rows of one JSON argument, an array of

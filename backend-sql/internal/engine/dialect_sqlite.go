@@ -97,7 +97,9 @@ func (SQLite) InsertJobs(ctx context.Context, e *Engine, q Querier, jobs []core.
 // partial indexes, named so that the planner cannot walk another index
 // of the queue, whose finished jobs it would have to skip). A job that passes its deadline between that read and
 // the claim is still never claimed: the claim skips it, and the next
-// claim or Rescue cancels it.
+// claim or Rescue cancels it. With flow control on and jobs due, the
+// claim first tries sqliteFlowClaim, and runs ClaimFlow when that one
+// cannot decide.
 func (SQLite) Claim(ctx context.Context, e *Engine, req core.ClaimRequest, now any) ([]core.Job, error) {
 	t := now.(int64)
 	var due, expired, flow, marked bool
@@ -111,6 +113,15 @@ func (SQLite) Claim(ctx context.Context, e *Engine, req core.ClaimRequest, now a
 	}
 	var jobs []core.Job
 	err = e.st.WriteTx(ctx, func(q Querier) error {
+		if flow && due {
+			// Most flow claims are bound by no limit: sqliteFlowClaim
+			// decides those in three statements (see there).
+			var done bool
+			var err error
+			if jobs, done, err = e.sqliteFlowClaim(ctx, q, req, t); err != nil || done {
+				return err
+			}
+		}
 		on, err := e.flowSwitchOn(ctx, q)
 		if err != nil {
 			return err

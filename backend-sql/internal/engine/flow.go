@@ -68,28 +68,41 @@ func (e *Engine) flowAfter(ctx context.Context, q Querier, refs []flowRef) error
 		return nil
 	}
 	keys := sortedKeys(dec)
-	conds := make([]string, len(keys))
-	args := make([]any, 0, 3*len(keys))
-	for i, k := range keys {
-		conds[i] = "(scope = ? AND name = ? AND lkey = ?)"
-		args = append(args, k.scope, k.name, k.key)
-	}
-	var found []countKey
-	if err := e.scanAll(ctx, q, "SELECT scope, name, lkey FROM {s}flow_counts WHERE "+strings.Join(conds, " OR ")+
-		" ORDER BY scope, name, lkey"+e.d.LockRows(), args, func(rows Rows) error {
-		var k countKey
-		err := rows.Scan(&k.scope, &k.name, &k.key)
-		found = append(found, k)
-		return err
-	}); err != nil {
-		return fmt.Errorf("flow counts: %w", err)
-	}
-	for _, k := range found {
-		if _, err := q.Exec(ctx, e.render(`UPDATE {s}flow_counts SET n = n - ?,
-			ready = CASE WHEN scope = 'k' THEN ready + 1 ELSE ready END WHERE scope = ? AND name = ? AND lkey = ?`),
-			dec[k], k.scope, k.name, k.key); err != nil {
+	if e.d.LockRows() != "" {
+		// Lock the rows that exist in key order before the update takes
+		// them (SQLite's write transaction already excludes every other
+		// writer).
+		conds := make([]string, len(keys))
+		args := make([]any, 0, 3*len(keys))
+		for i, k := range keys {
+			conds[i] = "(scope = ? AND name = ? AND lkey = ?)"
+			args = append(args, k.scope, k.name, k.key)
+		}
+		var found []countKey
+		if err := e.scanAll(ctx, q, "SELECT scope, name, lkey FROM {s}flow_counts WHERE "+strings.Join(conds, " OR ")+
+			" ORDER BY scope, name, lkey"+e.d.LockRows(), args, func(rows Rows) error {
+			var k countKey
+			err := rows.Scan(&k.scope, &k.name, &k.key)
+			found = append(found, k)
+			return err
+		}); err != nil {
 			return fmt.Errorf("flow counts: %w", err)
 		}
+		if len(found) == 0 {
+			return nil
+		}
+		keys = found
+	}
+	// One statement for every row: an update of a row that does not
+	// exist changes nothing.
+	rows := make([][]any, len(keys))
+	for i, k := range keys {
+		rows[i] = []any{k.scope, k.name, k.key, dec[k]}
+	}
+	if _, err := q.Exec(ctx, e.render(`UPDATE {s}flow_counts SET n = n - CAST(x.d AS BIGINT),
+		ready = CASE WHEN scope = 'k' THEN ready + 1 ELSE ready END
+		FROM `+e.jsonRows("sc", "nm", "lk", "d")+` WHERE scope = x.sc AND name = x.nm AND lkey = x.lk`), jsonArg(rows)); err != nil {
+		return fmt.Errorf("flow counts: %w", err)
 	}
 	return nil
 }
