@@ -51,6 +51,19 @@ func waitParked[Out any](t *testing.T, h *boson.Handle[Out]) {
 	})
 }
 
+// waitSleeping waits until the job whose id id holds is sleeping, or ctx
+// ends.
+func waitSleeping(ctx context.Context, b core.QueueBackend, id *atomic.Value) {
+	for ctx.Err() == nil {
+		if s, ok := id.Load().(string); ok {
+			if j, err := b.GetJob(ctx, s); err == nil && j.State == core.StateSleeping {
+				return
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func runStatuses(t *testing.T, b core.QueueBackend, id string) []core.RunStatus {
 	t.Helper()
 	runs, err := b.ListRuns(context.Background(), id)
@@ -318,10 +331,16 @@ func TestAwaitAllFailedChildAndRetry(t *testing.T) {
 	w := e.worker(func(o *boson.WorkerOptions) { o.Queues = []string{"fan"} })
 	var failOnce atomic.Bool
 	failOnce.Store(true)
-	var sawErr atomic.Value
+	var sawErr, parentID atomic.Value
 	_ = boson.Register(w, fanChild, func(ctx context.Context, in int) (int, error) {
 		if in == 1 && failOnce.CompareAndSwap(true, false) {
 			return 0, boson.Permanent(errors.New("bad input"))
+		}
+		if in == 1 {
+			// The retried child ends only once the parent has parked on
+			// it again: otherwise a fast worker could finish it before
+			// the second await, which would then not park.
+			waitSleeping(ctx, e.b, &parentID)
 		}
 		return in + 1, nil
 	})
@@ -346,6 +365,7 @@ func TestAwaitAllFailedChildAndRetry(t *testing.T) {
 	})
 	e.start(w)
 	h, _ := boson.Spawn(ctx, e.client, fanParent, 3, boson.WithQueue("fan"))
+	parentID.Store(h.ID())
 	out, err := h.Wait(ctx)
 	if err != nil || out != 1+2+3 {
 		t.Fatalf("got %d %v", out, err)
