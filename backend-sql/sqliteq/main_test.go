@@ -21,5 +21,7 @@ func TestMain(m *testing.M) {
 			return sqliteq.Open(ctx, path, sqliteq.Options{MaxBusyWait: 30 * time.Second})
 		}, "mp"))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeTemplate()
+	os.Exit(code)
 }
