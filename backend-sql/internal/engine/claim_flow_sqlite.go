@@ -48,7 +48,8 @@ var sqliteFlowClaimSQL = `SELECT coalesce((SELECT max_running FROM {s}queue_conf
 	coalesce((SELECT n FROM {s}flow_counts WHERE scope = 'q' AND name = ? AND lkey = ''), 0),
 	coalesce(tc.max_running, 0), coalesce(tc.max_running_per_key, 0),
 	coalesce(tc.max_starts_per_second, 0), coalesce(tc.max_starts_per_second_per_key, 0),
-	coalesce(ct.n, 0), coalesce(ck.n, 0), coalesce(ck.ready, 0), ` + JobCols("j") + `
+	coalesce(ct.n, 0), coalesce(ck.n, 0), coalesce(ck.ready, 0),
+	EXISTS (SELECT 1 FROM {s}flow_counts cm WHERE cm.scope = '` + keyedScope + `' AND cm.name = j.task AND cm.lkey = ''), ` + JobCols("j") + `
 FROM {s}jobs AS j INDEXED BY jobs_claim
 	LEFT JOIN {s}task_configs tc ON tc.task = j.task
 	LEFT JOIN {s}flow_counts ct ON ct.scope = 't' AND ct.name = j.task AND ct.lkey = ''
@@ -77,15 +78,16 @@ func (e *Engine) sqliteFlowClaim(ctx context.Context, q Querier, req core.ClaimR
 	args := []any{req.Queue, req.Queue, req.Queue, now, now, req.Queue, req.Queue, req.Queue, now, now, req.Limit}
 	err := e.scanAll(ctx, q, sqliteFlowClaimSQL, args, func(rows Rows) error {
 		var c flowCfg
-		var qn, tn, kn, ready int64
-		j, err := ScanJob(rows, &qmax, &qn, &c.maxRunning, &c.perKey, &c.rate, &c.rateKey, &tn, &kn, &ready)
+		var qn, tn, kn, ready, keyed int64
+		j, err := ScanJob(rows, &qmax, &qn, &c.maxRunning, &c.perKey, &c.rate, &c.rateKey, &tn, &kn, &ready, &keyed)
 		if err != nil {
 			return err
 		}
+		c.keyed = keyed != 0 && c.perKey > 0
 		fc.cfgs[j.Task] = &c
 		fc.counts[countKey{"q", j.Queue, ""}] = qn
 		fc.counts[countKey{"t", j.Task, ""}] = tn
-		if j.LimitKey != "" {
+		if j.LimitKey != "" && c.keyed {
 			fc.counts[countKey{"k", j.Task, j.LimitKey}] = kn
 			marks[countKey{"k", j.Task, j.LimitKey}] = ready
 		}
@@ -111,7 +113,20 @@ func (e *Engine) sqliteFlowClaim(ctx context.Context, q Querier, req core.ClaimR
 		limit := qmax
 		switch k.scope {
 		case "t":
-			limit = fc.cfgs[k.name].maxRunning
+			// The task's limit; outside keyed mode the per-key limit too
+			// (the task's count then bounds its keys'), and a keyed task
+			// that runs nothing goes to ClaimFlow, which leaves keyed mode.
+			c := fc.cfgs[k.name]
+			limit = int64(1) << 62
+			if c.maxRunning > 0 {
+				limit = c.maxRunning
+			}
+			if c.perKey > 0 && !c.keyed {
+				limit = min(limit, c.perKey)
+			}
+			if c.keyed && fc.counts[k] == 0 && n <= c.perKey {
+				return nil, false, nil
+			}
 		case "k":
 			limit = fc.cfgs[k.name].perKey
 		}
