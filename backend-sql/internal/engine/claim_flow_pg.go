@@ -25,8 +25,15 @@ import (
 //     sequence (every change in a sequence marks it, which sends the
 //     claim to ClaimFlow first; this is a second guard), none of their
 //     tasks limits its start rate, and every running count they add to
-//     (task, limit key, queue) stays within its limit. It then adds them
-//     to those counts and marks them running.
+//     (task, limit key, queue) stays within its limit. A task outside
+//     keyed mode (see enterKeyed) has no key rows: its own count, which
+//     bounds every key's, must then stay within the per-key limit too;
+//     otherwise ClaimFlow decides, which makes the task enter keyed mode.
+//     A task in keyed mode that runs nothing also goes to ClaimFlow,
+//     which takes it out. It then adds them to those counts (the task
+//     row of every task with a MaxRunning or a per-key limit, the key
+//     rows of tasks in keyed mode, the queue's row) and marks them
+//     running.
 //   - It takes off the marks it read on a row it counts in once they
 //     reach pgMarksKept, as ClaimFlow takes off those of keys with
 //     nothing gated: a marked key with gated jobs sent the claim to

@@ -25,7 +25,10 @@ import (
 //   - If none of the jobs is in a sequence (every change in a sequence
 //     marks it, which sends the claim to ClaimFlow first; this is a
 //     second guard), none counts in a start window, and every running
-//     count they add to (task, limit key, queue) stays within its limit,
+//     count they add to (task, limit key, queue) stays within its limit
+//     (outside keyed mode, the task's count within the per-key limit as
+//     well, and a keyed task that runs nothing goes to ClaimFlow, as in
+//     pgFlowClaim),
 //     it adds them to those counts, taking off the marks it read on the
 //     key rows it counts in (ready = ready - seen), and marks them
 //     running: ClaimFlow's count and markClaimed.
@@ -38,12 +41,13 @@ import (
 // sqliteFlowClaimSQL is the read; its arguments are the queue twice
 // (its limit and count), the queue, now twice (the pick), the queue
 // twice and now twice (the checks), and the limit. Each row is the
-// queue's limit and count, the job's task config (max_running, per key,
-// rate, rate per key), its task's and its key's running counts and its
-// key's marks, then the job. The pick walks jobs_claim in claim order
-// and stops at the limit: the joins are lookups by primary key, and the
-// checks and the queue's figures do not depend on the job, so SQLite
-// evaluates them once.
+// queue's limit and count, the job's task config (max_running, per
+// key, rate, rate per key), its task's and its key's running counts
+// and its key's marks, whether the task is in keyed mode, then the
+// job. The pick walks jobs_claim in claim order and stops at the
+// limit: the joins are lookups by primary key, and the checks and the
+// queue's figures do not depend on the job, so SQLite evaluates them
+// once.
 var sqliteFlowClaimSQL = `SELECT coalesce((SELECT max_running FROM {s}queue_configs WHERE queue = ?), 0),
 	coalesce((SELECT n FROM {s}flow_counts WHERE scope = 'q' AND name = ? AND lkey = ''), 0),
 	coalesce(tc.max_running, 0), coalesce(tc.max_running_per_key, 0),
