@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -127,4 +128,32 @@ func TestMigrateFlowWithData(t *testing.T) {
 	if counts[core.StateSucceeded] != 32 {
 		t.Fatalf("counts after down and up: %v, want 32 succeeded", counts)
 	}
+}
+
+// TestMigrateFlowKeyedWithData undoes migration 10 (keyed flow counts) on
+// a schema with running keyed jobs, checks the previous release's counter
+// rows, applies 10 again and drains the jobs within their key limits
+// (sqltest.FlowKeyedMigration).
+func TestMigrateFlowKeyedWithData(t *testing.T) {
+	ctx := context.Background()
+	pool := sqltest.Pool(t, sqltest.PostgresURL(t), 4)
+	schema := sqltest.Schema(t, pool)
+	b := openSchema(t, pool, schema)
+	if err := b.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sqltest.FlowKeyedMigration(t, b, func() error {
+		undone, err := b.MigrateDown(ctx, 9)
+		if err == nil && !slices.Equal(undone, []int{10}) {
+			err = fmt.Errorf("down to 9 undid %v", undone)
+		}
+		return err
+	}, func() error { return b.Migrate(ctx) }, func() map[string]int64 {
+		r, err := pool.Query(ctx, sqltest.FlowCountsSQL(fmt.Sprintf("%q.flow_counts", schema)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		return sqltest.FlowCountRows(t, r)
+	})
 }

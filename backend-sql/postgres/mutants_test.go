@@ -71,13 +71,32 @@ var pgMutants = []mutants.Mutant{{
 }, {
 	Name:     "flow-statement-over-limit",
 	Breaks:   []string{mutants.ClaimLimit},
-	Edits:    []mutants.Edit{{File: pgFlow, Find: "WHERE have + cnt > lim) AS v),", Replace: "WHERE have + cnt > lim + 1) AS v),"}},
+	Edits:    []mutants.Edit{{File: pgFlow, Find: "SELECT 1 FROM cur WHERE have + cnt > lim)", Replace: "SELECT 1 FROM cur WHERE have + cnt > lim + 1)"}},
 	CaughtBy: []string{"FlowLimits/KeyMaxRunning", "FlowLimits/TaskMaxRunning"},
 }, {
 	Name:     "flow-statement-ignores-marks",
 	Breaks:   []string{mutants.ClaimLimit},
 	Edits:    []mutants.Edit{{File: pgFlow, Find: "\tOR EXISTS (SELECT 1 FROM {s}jobs g JOIN", Replace: "\tOR false AND EXISTS (SELECT 1 FROM {s}jobs g JOIN"}},
 	CaughtBy: []string{"FlowLimits/KeyMaxRunning"},
+}, {
+	// The statement claims for a task outside keyed mode past the bound
+	// its running count gives.
+	Name:     "flow-statement-ignores-key-bound",
+	Breaks:   []string{mutants.ClaimLimit},
+	Edits:    []mutants.Edit{{File: pgFlow, Find: "max(CASE WHEN f.pk > 0 AND NOT f.keyed THEN f.pk ELSE", Replace: "max(CASE WHEN false THEN f.pk ELSE"}},
+	CaughtBy: []string{"FlowLimits/KeyMaxRunning"},
+}, {
+	// The statement counts no key row of a task in keyed mode.
+	Name:     "flow-statement-ignores-keyed",
+	Breaks:   []string{mutants.ClaimLimit},
+	Edits:    []mutants.Edit{{File: pgFlow, Find: "FROM cand c JOIN cfg f ON f.task = c.task WHERE f.keyed AND c.limit_key IS NOT NULL", Replace: "FROM cand c JOIN cfg f ON f.task = c.task WHERE false AND c.limit_key IS NOT NULL"}},
+	CaughtBy: []string{"FlowExact/KeyLimit"},
+}, {
+	// A completion leaves the key rows of a task in keyed mode.
+	Name:     "complete-skips-key-rows",
+	Breaks:   []string{mutants.ClaimLimit},
+	Edits:    []mutants.Edit{{File: pgDialect, Find: "UNION ALL SELECT 'k', task, limit_key FROM done WHERE limit_key IS NOT NULL) AS y", Replace: "UNION ALL SELECT 'k', task, limit_key FROM done WHERE false) AS y"}},
+	CaughtBy: []string{"FlowExact/KeyLimit"},
 }, {
 	Name:     "flow-statement-ignores-rates",
 	Breaks:   []string{mutants.ClaimLimit},

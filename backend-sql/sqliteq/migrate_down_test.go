@@ -15,14 +15,14 @@ import (
 )
 
 // sqliteVersions lists the versions this build embeds.
-var sqliteVersions = []int{1, 2, 3, 4, 5, 6}
+var sqliteVersions = []int{1, 2, 3, 4, 5, 6, 7}
 
 // TestMigrationStatusAndDown reads a new file (every version pending),
 // migrates and fills it, and reads it again (applied, with times, none
 // reversible but versions 3, flow control, 4, queue declarations, 5,
-// fan-in, and 6, activity indexes); a down past version 2 is refused,
-// names each version and why, and changes nothing; a down to 2 undoes
-// 6, 5, 4 and 3, and Migrate applies them again.
+// fan-in, 6, activity indexes, and 7, keyed flow counts); a down past
+// version 2 is refused, names each version and why, and changes nothing;
+// a down to 2 undoes 7, 6, 5, 4 and 3, and Migrate applies them again.
 func TestMigrationStatusAndDown(t *testing.T) {
 	ctx := context.Background()
 	b, err := sqliteq.Open(ctx, filepath.Join(t.TempDir(), "m.db"), sqliteq.Options{})
@@ -44,7 +44,7 @@ func TestMigrationStatusAndDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, s := range st {
-		reversible := s.Version >= 3 // flow control, declarations, fan-in and indexes: their downs drop what they added
+		reversible := s.Version >= 3 // flow control, declarations, fan-in, indexes and keyed counts: their downs drop or rebuild what they added
 		if s.Version != sqliteVersions[i] || !s.Applied || !s.Known || s.Reversible != reversible || (s.Irreversible == "") != reversible || s.AppliedAt.Before(start) {
 			t.Fatalf("after Migrate: %+v", s)
 		}
@@ -62,10 +62,10 @@ func TestMigrationStatusAndDown(t *testing.T) {
 	if err != nil || len(again) != len(sqliteVersions) || slices.ContainsFunc(again, func(s sqliteq.MigrationStatus) bool { return !s.Applied }) {
 		t.Fatalf("after refused downs: %+v, %v", again, err)
 	}
-	if undone, err := b.MigrateDown(ctx, 6); err != nil || len(undone) != 0 {
+	if undone, err := b.MigrateDown(ctx, 7); err != nil || len(undone) != 0 {
 		t.Fatalf("down to the current version: %v, %v", undone, err)
 	}
-	if undone, err := b.MigrateDown(ctx, 2); err != nil || !slices.Equal(undone, []int{6, 5, 4, 3}) {
+	if undone, err := b.MigrateDown(ctx, 2); err != nil || !slices.Equal(undone, []int{7, 6, 5, 4, 3}) {
 		t.Fatalf("down to 2: %v, %v", undone, err)
 	}
 	if undone, err := b.MigrateDown(ctx, 2); err != nil || len(undone) != 0 {
@@ -95,7 +95,7 @@ func TestMigrateFlowWithData(t *testing.T) {
 		t.Fatal(err)
 	}
 	sqltest.EnqueueAll(t, b, sqltest.Jobs("q", 10))
-	if undone, err := b.MigrateDown(ctx, 2); err != nil || !slices.Equal(undone, []int{6, 5, 4, 3}) {
+	if undone, err := b.MigrateDown(ctx, 2); err != nil || !slices.Equal(undone, []int{7, 6, 5, 4, 3}) {
 		t.Fatalf("down to 2: %v, %v", undone, err)
 	}
 	for i := range 10 {
@@ -141,4 +141,27 @@ func TestMigrateFlowWithData(t *testing.T) {
 	if claimed != 22 {
 		t.Fatalf("claimed %d jobs, want 20 old and 2 of the sequence", claimed)
 	}
+}
+
+// TestMigrateFlowKeyedWithData undoes migration 7 (keyed flow counts) on
+// a file with running keyed jobs, checks the previous release's counter
+// rows, applies 7 again and drains the jobs within their key limits
+// (sqltest.FlowKeyedMigration).
+func TestMigrateFlowKeyedWithData(t *testing.T) {
+	ctx := context.Background()
+	b := newBackend(t, sqliteq.Options{})
+	sqltest.FlowKeyedMigration(t, b, func() error {
+		undone, err := b.MigrateDown(ctx, 6)
+		if err == nil && !slices.Equal(undone, []int{7}) {
+			err = errors.New("down to 6 did not undo 7 alone")
+		}
+		return err
+	}, func() error { return b.Migrate(ctx) }, func() map[string]int64 {
+		r, err := b.DB().QueryContext(ctx, sqltest.FlowCountsSQL("flow_counts"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = r.Close() }()
+		return sqltest.FlowCountRows(t, r)
+	})
 }

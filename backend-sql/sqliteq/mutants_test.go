@@ -63,7 +63,20 @@ var sqliteMutants = []mutants.Mutant{{
 	Name:     "flow-claim-over-limit",
 	Breaks:   []string{mutants.ClaimLimit},
 	Edits:    []mutants.Edit{{File: sqliteFlow, Find: "if fc.counts[k]+n > limit {", Replace: "if fc.counts[k]+n > limit+1 {"}},
-	CaughtBy: []string{"FlowLimits/KeyMaxRunning", "FlowLimits/TaskMaxRunning"},
+	CaughtBy: []string{"FlowLimits/TaskMaxRunning"},
+}, {
+	// The claim takes jobs of a task outside keyed mode past the bound its
+	// running count gives.
+	Name:     "flow-claim-ignores-key-bound",
+	Breaks:   []string{mutants.ClaimLimit},
+	Edits:    []mutants.Edit{{File: sqliteFlow, Find: "if c.perKey > 0 && !c.keyed {", Replace: "if false && c.perKey > 0 && !c.keyed {"}},
+	CaughtBy: []string{"FlowLimits/KeyMaxRunning"},
+}, {
+	// A transition leaves the key rows of a task in keyed mode.
+	Name:     "transition-skips-key-rows",
+	Breaks:   []string{mutants.ClaimLimit},
+	Edits:    []mutants.Edit{{File: "../internal/engine/flow.go", Find: "\t\t\t\tdec[countKey{\"k\", r.task, r.limitKey}]++", Replace: "\t\t\t\t_ = r.limitKey"}},
+	CaughtBy: []string{"FlowExact/KeyLimit"},
 }, {
 	Name:     "flow-claim-ignores-rates",
 	Breaks:   []string{mutants.ClaimLimit},

@@ -11,8 +11,15 @@ import (
 	"github.com/boson-go/boson/core"
 )
 
-// flowCfg is what the claim needs of a task's config.
-type flowCfg struct{ maxRunning, perKey, rate, rateKey int64 }
+// flowCfg is what the claim needs of a task's config, and whether the
+// task is in keyed mode (its key rows exist).
+type flowCfg struct {
+	maxRunning, perKey, rate, rateKey int64
+	keyed                             bool
+}
+
+// counted reports whether the task's running count (its 't' row) is kept.
+func (c *flowCfg) counted() bool { return c.maxRunning > 0 || c.perKey > 0 }
 
 // flowClaim is the state of one flow claim.
 type flowClaim struct {
@@ -30,6 +37,14 @@ type flowClaim struct {
 	seenKeys map[countKey]int64
 	// opened counts the jobs whose gates the claim opened.
 	opened int64
+	// mayEnter says that the claim may put a task in keyed mode where
+	// it finds one must be (SQLite, or Postgres before it locks a job);
+	// otherwise it returns errNeedKeyed. keep holds the tasks that
+	// entered at the claim's start, which it does not leave; looked the
+	// tasks whose leaving it has considered.
+	mayEnter bool
+	keep     map[string]bool
+	looked   map[string]bool
 }
 
 // claimFlowPickSQL reads due, ungated jobs of a queue in claim order,
@@ -76,32 +91,34 @@ func pickArgs(queue string, now int64, last *claimPos, skip []string, page int) 
 // or by its sequence is gated, so that no later claim walks it until a
 // slot frees or its sequence moves.
 func (e *Engine) ClaimFlow(ctx context.Context, q Querier, req core.ClaimRequest, now int64) ([]core.Job, error) {
-	jobs, _, err := e.claimFlow(ctx, q, req, now, nil)
+	jobs, _, err := e.claimFlow(ctx, q, req, now, nil, nil)
 	return jobs, err
+}
+
+// newFlowClaim returns the empty state of a flow claim in q at now.
+func (e *Engine) newFlowClaim(q Querier, now int64) *flowClaim {
+	_, sqlite := e.d.(SQLite)
+	return &flowClaim{e: e, q: q, now: now, sec: floorDiv(now, 1_000_000), cfgs: map[string]*flowCfg{},
+		counts: map[countKey]int64{}, starts: map[countKey]int64{}, seenSeqs: map[string]int64{}, seenKeys: map[countKey]int64{},
+		mayEnter: sqlite, keep: map[string]bool{}, looked: map[string]bool{}}
 }
 
 // claimFlow is ClaimFlow starting the walk at the claim cursor after
 // (nil or a head start: the head of the index). It reports whether the
 // cursor may move past what the claim walked: false when it opened
 // gates (the opened jobs may sit behind the cursor; the walk then starts
-// at the head) or passed over a job without gating it.
-func (e *Engine) claimFlow(ctx context.Context, q Querier, req core.ClaimRequest, now int64, after *cursorStart) ([]core.Job, bool, error) {
-	jobs, clean, err := e.claimFlowIn(ctx, q, req, now, after)
-	return jobs, clean, err
-}
-
-// newFlowClaim returns the empty state of a flow claim in q at now.
-func (e *Engine) newFlowClaim(q Querier, now int64) *flowClaim {
-	return &flowClaim{e: e, q: q, now: now, sec: floorDiv(now, 1_000_000), cfgs: map[string]*flowCfg{},
-		counts: map[countKey]int64{}, starts: map[countKey]int64{}, seenSeqs: map[string]int64{}, seenKeys: map[countKey]int64{}}
-}
-
-func (e *Engine) claimFlowIn(ctx context.Context, q Querier, req core.ClaimRequest, now int64, after *cursorStart) (_ []core.Job, clean bool, _ error) {
+// at the head) or passed over a job without gating it. keep lists the
+// tasks that entered keyed mode at the start of the transaction, before
+// it locked any job (Postgres); the claim leaves none of them.
+func (e *Engine) claimFlow(ctx context.Context, q Querier, req core.ClaimRequest, now int64, after *cursorStart, keep []string) (_ []core.Job, clean bool, _ error) {
 	if err := e.flowLock(ctx, q); err != nil {
 		return nil, false, err
 	}
 	clean = true
 	fc := e.newFlowClaim(q, now)
+	for _, t := range keep {
+		fc.keep[t] = true
+	}
 	expired, err := fc.expire(ctx, req.Queue)
 	if err != nil {
 		return nil, false, err
@@ -173,7 +190,14 @@ func (e *Engine) claimFlowIn(ctx context.Context, q Querier, req core.ClaimReque
 				hold(j.Task)
 				continue
 			}
-			if j.LimitKey != "" && c.perKey > 0 && fc.counts[kk] >= c.perKey {
+			if j.LimitKey != "" && c.perKey > 0 && !c.keyed && fc.counts[tk] >= c.perKey {
+				// The task's count no longer bounds its keys below the
+				// limit: count them exactly.
+				if err := fc.enter(ctx, j.Task, picked[i:]); err != nil {
+					return nil, false, err
+				}
+			}
+			if j.LimitKey != "" && c.perKey > 0 && c.keyed && fc.counts[kk] >= c.perKey {
 				gateKey = append(gateKey, j.ID)
 				continue
 			}
@@ -202,10 +226,12 @@ func (e *Engine) claimFlowIn(ctx context.Context, q Querier, req core.ClaimReque
 				seqTaken[sk] = true
 			}
 			chosen = append(chosen, j)
-			if c.maxRunning > 0 {
+			if c.counted() {
 				fc.counts[tk]++
 			}
 			if j.LimitKey != "" && c.perKey > 0 {
+				// Outside keyed mode this counts only the claim's own jobs,
+				// which enter adds to the stored count.
 				fc.counts[kk]++
 			}
 			if qmax > 0 {
@@ -227,6 +253,10 @@ func (e *Engine) claimFlowIn(ctx context.Context, q Querier, req core.ClaimReque
 		}
 		l := picked[len(picked)-1]
 		last = &claimPos{prio: l.Priority, runAt: toUS(l.RunAt), id: l.ID}
+	}
+	if fc.opened > 0 {
+		// Leaving keyed mode opened gates during the walk.
+		clean = false
 	}
 	if err := fc.gate(ctx, "key_gate", gateKey); err != nil {
 		return nil, false, err
@@ -435,10 +465,10 @@ func (fc *flowClaim) load(ctx context.Context, jobs []core.Job) error {
 				*list = append(*list, k)
 			}
 		}
-		if c.maxRunning > 0 {
+		if c.counted() {
 			add(countKey{"t", j.Task, ""}, &counts, fc.counts, want)
 		}
-		if c.perKey > 0 && j.LimitKey != "" {
+		if c.perKey > 0 && c.keyed && j.LimitKey != "" {
 			add(countKey{"k", j.Task, j.LimitKey}, &counts, fc.counts, want)
 		}
 		if c.rate > 0 {
@@ -451,7 +481,82 @@ func (fc *flowClaim) load(ctx context.Context, jobs []core.Job) error {
 	if err := fc.loadCounts(ctx, counts); err != nil {
 		return err
 	}
+	// A keyed task that runs nothing (read before the claim counts any
+	// job of it) leaves keyed mode.
+	for _, j := range jobs {
+		t := j.Task
+		c := fc.cfgs[t]
+		if fc.looked[t] || !c.keyed || fc.keep[t] {
+			continue
+		}
+		fc.looked[t] = true
+		if fc.counts[countKey{"t", t, ""}] != 0 {
+			continue
+		}
+		if err := fc.leave(ctx, t); err != nil {
+			return err
+		}
+	}
 	return fc.loadStarts(ctx, starts)
+}
+
+// leave takes task out of keyed mode (leaveKeyed) and forgets what the
+// claim read of its key rows.
+func (fc *flowClaim) leave(ctx context.Context, task string) error {
+	if err := fc.e.leaveKeyed(ctx, fc.q, task); err != nil {
+		return err
+	}
+	fc.cfgs[task].keyed = false
+	fc.opened++
+	for k := range fc.seenKeys {
+		if k.scope == "k" && k.name == task {
+			delete(fc.seenKeys, k)
+		}
+	}
+	for k := range fc.counts {
+		if k.scope == "k" && k.name == task {
+			delete(fc.counts, k)
+		}
+	}
+	return nil
+}
+
+// enter puts task in keyed mode in the middle of the walk (enterKeyed)
+// and reads the counts of the keys it has counted claims in, adding those
+// claims, and of the keys of the task's jobs in rest (what is left of the
+// page the walk loaded); a Postgres claim, which holds row locks of jobs
+// by then, returns errNeedKeyed instead.
+func (fc *flowClaim) enter(ctx context.Context, task string, rest []core.Job) error {
+	if !fc.mayEnter {
+		return errNeedKeyed{task}
+	}
+	if err := fc.e.enterKeyed(ctx, fc.q, task); err != nil {
+		return err
+	}
+	fc.cfgs[task].keyed = true
+	fc.looked[task] = true
+	walked := map[countKey]int64{}
+	var keys []countKey
+	for k, n := range fc.counts {
+		if k.scope == "k" && k.name == task {
+			walked[k] = n
+			keys = append(keys, k)
+		}
+	}
+	for _, j := range rest {
+		k := countKey{"k", task, j.LimitKey}
+		if _, ok := walked[k]; !ok && j.Task == task && j.LimitKey != "" {
+			walked[k] = 0
+			keys = append(keys, k)
+		}
+	}
+	if err := fc.loadCounts(ctx, keys); err != nil {
+		return err
+	}
+	for k, n := range walked {
+		fc.counts[k] += n
+	}
+	return nil
 }
 
 // loadCfgs reads the flow limits of tasks not read yet.
@@ -467,13 +572,16 @@ func (fc *flowClaim) loadCfgs(ctx context.Context, tasks []string) error {
 		return nil
 	}
 	cond, arg := fc.e.inStrings("task", need)
-	return fc.e.scanAll(ctx, fc.q, `SELECT task, max_running, max_running_per_key, max_starts_per_second, max_starts_per_second_per_key
+	return fc.e.scanAll(ctx, fc.q, `SELECT task, max_running, max_running_per_key, max_starts_per_second, max_starts_per_second_per_key,
+		CASE WHEN EXISTS (SELECT 1 FROM {s}flow_counts m WHERE m.scope = '`+keyedScope+`' AND m.name = task AND m.lkey = '') THEN 1 ELSE 0 END
 		FROM {s}task_configs WHERE `+cond, []any{arg}, func(rows Rows) error {
 		var t string
 		var c flowCfg
-		if err := rows.Scan(&t, &c.maxRunning, &c.perKey, &c.rate, &c.rateKey); err != nil {
+		var keyed int64
+		if err := rows.Scan(&t, &c.maxRunning, &c.perKey, &c.rate, &c.rateKey, &keyed); err != nil {
 			return err
 		}
+		c.keyed = keyed != 0 && c.perKey > 0
 		*fc.cfgs[t] = c
 		return nil
 	})
@@ -613,10 +721,10 @@ func (fc *flowClaim) increments(jobs []core.Job, queueLimited bool) (inc, starts
 	inc, starts = map[countKey]int64{}, map[countKey]int64{}
 	for _, j := range jobs {
 		c := fc.cfgs[j.Task]
-		if c.maxRunning > 0 {
+		if c.counted() {
 			inc[countKey{"t", j.Task, ""}]++
 		}
-		if c.perKey > 0 && j.LimitKey != "" {
+		if c.perKey > 0 && c.keyed && j.LimitKey != "" {
 			inc[countKey{"k", j.Task, j.LimitKey}]++
 		}
 		if queueLimited {

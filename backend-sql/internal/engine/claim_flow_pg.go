@@ -25,8 +25,15 @@ import (
 //     sequence (every change in a sequence marks it, which sends the
 //     claim to ClaimFlow first; this is a second guard), none of their
 //     tasks limits its start rate, and every running count they add to
-//     (task, limit key, queue) stays within its limit. It then adds them
-//     to those counts and marks them running.
+//     (task, limit key, queue) stays within its limit. A task outside
+//     keyed mode (see enterKeyed) has no key rows: its own count, which
+//     bounds every key's, must then stay within the per-key limit too;
+//     otherwise ClaimFlow decides, which makes the task enter keyed mode.
+//     A task in keyed mode that runs nothing also goes to ClaimFlow,
+//     which takes it out. It then adds them to those counts (the task
+//     row of every task with a MaxRunning or a per-key limit, the key
+//     rows of tasks in keyed mode, the queue's row) and marks them
+//     running.
 //   - It takes off the marks it read on a row it counts in once they
 //     reach pgMarksKept, as ClaimFlow takes off those of keys with
 //     nothing gated: a marked key with gated jobs sent the claim to
@@ -49,6 +56,9 @@ import (
 // pgMarksKept is how many marks a key may gather before pgFlowClaim
 // takes them off: every completion adds one, and the column is 32 bits.
 const pgMarksKept = "1024"
+
+// pgNoLimit stands for no limit in pgFlowClaim's checks.
+const pgNoLimit = "4611686018427387904"
 
 // pgFlowClaim is the statement; {after} is the cursor's condition or
 // nothing. Its arguments are now, the queue four times [, the cursor's
@@ -74,20 +84,25 @@ cand AS MATERIALIZED (
 	ORDER BY priority, run_at, id LIMIT ? FOR UPDATE SKIP LOCKED),
 cfg AS (
 	SELECT d.task, coalesce(c.max_running, 0) AS mr, coalesce(c.max_running_per_key, 0) AS pk,
-		coalesce(c.max_starts_per_second, 0) + coalesce(c.max_starts_per_second_per_key, 0) AS rate
+		coalesce(c.max_starts_per_second, 0) + coalesce(c.max_starts_per_second_per_key, 0) AS rate,
+		coalesce(c.max_running_per_key, 0) > 0 AND EXISTS (SELECT 1 FROM {s}flow_counts m
+			WHERE m.scope = '` + keyedScope + `' AND m.name = d.task AND m.lkey = '') AS keyed
 	FROM (SELECT DISTINCT task FROM cand) d LEFT JOIN {s}task_configs c ON c.task = d.task),
 need AS (
-	SELECT 't' AS scope, c.task AS name, '' AS lkey, count(*) AS cnt, max(f.mr) AS lim
-		FROM cand c JOIN cfg f ON f.task = c.task WHERE f.mr > 0 GROUP BY c.task
-	UNION ALL SELECT 'k', c.task, c.limit_key, count(*), max(f.pk)
-		FROM cand c JOIN cfg f ON f.task = c.task WHERE f.pk > 0 AND c.limit_key IS NOT NULL GROUP BY c.task, c.limit_key
-	UNION ALL SELECT 'q', min(c.queue), '', count(*), max(qc.qmax)
+	SELECT 't' AS scope, c.task AS name, '' AS lkey, count(*) AS cnt,
+		least(max(CASE WHEN f.mr > 0 THEN f.mr ELSE ` + pgNoLimit + ` END),
+			max(CASE WHEN f.pk > 0 AND NOT f.keyed THEN f.pk ELSE ` + pgNoLimit + ` END)) AS lim,
+		bool_or(f.keyed) AS keyed, max(f.pk) AS pk
+		FROM cand c JOIN cfg f ON f.task = c.task WHERE f.mr > 0 OR f.pk > 0 GROUP BY c.task
+	UNION ALL SELECT 'k', c.task, c.limit_key, count(*), max(f.pk), false, 0
+		FROM cand c JOIN cfg f ON f.task = c.task WHERE f.keyed AND c.limit_key IS NOT NULL GROUP BY c.task, c.limit_key
+	UNION ALL SELECT 'q', min(c.queue), '', count(*), max(qc.qmax), false, 0
 		FROM cand c, qc WHERE qc.qmax > 0 HAVING count(*) > 0),
 cur AS (
-	SELECT need.scope, need.name, need.lkey, need.cnt, need.lim, coalesce(n.n, 0) AS have, coalesce(n.ready, 0) AS seen
+	SELECT need.scope, need.name, need.lkey, need.cnt, need.lim, need.keyed, need.pk, coalesce(n.n, 0) AS have, coalesce(n.ready, 0) AS seen
 	FROM need LEFT JOIN {s}flow_counts n ON n.scope = need.scope AND n.name = need.name AND n.lkey = need.lkey),
 ok AS (SELECT NOT EXISTS (SELECT 1 FROM cand c JOIN cfg f ON f.task = c.task WHERE c.sequence_key IS NOT NULL OR f.rate > 0)
-	AND NOT EXISTS (SELECT 1 FROM cur WHERE have + cnt > lim) AS v),
+	AND NOT EXISTS (SELECT 1 FROM cur WHERE have + cnt > lim) AND NOT EXISTS (SELECT 1 FROM cur WHERE keyed AND have = 0 AND cnt <= pk) AS v),
 counted AS (
 	INSERT INTO {s}flow_counts (scope, name, lkey, n, ready)
 	SELECT scope, name, lkey, cnt, CASE WHEN seen >= ` + pgMarksKept + ` THEN -seen ELSE 0 END FROM cur WHERE (SELECT v FROM ok) ORDER BY scope, name, lkey

@@ -25,7 +25,10 @@ import (
 //   - If none of the jobs is in a sequence (every change in a sequence
 //     marks it, which sends the claim to ClaimFlow first; this is a
 //     second guard), none counts in a start window, and every running
-//     count they add to (task, limit key, queue) stays within its limit,
+//     count they add to (task, limit key, queue) stays within its limit
+//     (outside keyed mode, the task's count within the per-key limit as
+//     well, and a keyed task that runs nothing goes to ClaimFlow, as in
+//     pgFlowClaim),
 //     it adds them to those counts, taking off the marks it read on the
 //     key rows it counts in (ready = ready - seen), and marks them
 //     running: ClaimFlow's count and markClaimed.
@@ -38,17 +41,19 @@ import (
 // sqliteFlowClaimSQL is the read; its arguments are the queue twice
 // (its limit and count), the queue, now twice (the pick), the queue
 // twice and now twice (the checks), and the limit. Each row is the
-// queue's limit and count, the job's task config (max_running, per key,
-// rate, rate per key), its task's and its key's running counts and its
-// key's marks, then the job. The pick walks jobs_claim in claim order
-// and stops at the limit: the joins are lookups by primary key, and the
-// checks and the queue's figures do not depend on the job, so SQLite
-// evaluates them once.
+// queue's limit and count, the job's task config (max_running, per
+// key, rate, rate per key), its task's and its key's running counts
+// and its key's marks, whether the task is in keyed mode, then the
+// job. The pick walks jobs_claim in claim order and stops at the
+// limit: the joins are lookups by primary key, and the checks and the
+// queue's figures do not depend on the job, so SQLite evaluates them
+// once.
 var sqliteFlowClaimSQL = `SELECT coalesce((SELECT max_running FROM {s}queue_configs WHERE queue = ?), 0),
 	coalesce((SELECT n FROM {s}flow_counts WHERE scope = 'q' AND name = ? AND lkey = ''), 0),
 	coalesce(tc.max_running, 0), coalesce(tc.max_running_per_key, 0),
 	coalesce(tc.max_starts_per_second, 0), coalesce(tc.max_starts_per_second_per_key, 0),
-	coalesce(ct.n, 0), coalesce(ck.n, 0), coalesce(ck.ready, 0), ` + JobCols("j") + `
+	coalesce(ct.n, 0), coalesce(ck.n, 0), coalesce(ck.ready, 0),
+	EXISTS (SELECT 1 FROM {s}flow_counts cm WHERE cm.scope = '` + keyedScope + `' AND cm.name = j.task AND cm.lkey = ''), ` + JobCols("j") + `
 FROM {s}jobs AS j INDEXED BY jobs_claim
 	LEFT JOIN {s}task_configs tc ON tc.task = j.task
 	LEFT JOIN {s}flow_counts ct ON ct.scope = 't' AND ct.name = j.task AND ct.lkey = ''
@@ -77,15 +82,16 @@ func (e *Engine) sqliteFlowClaim(ctx context.Context, q Querier, req core.ClaimR
 	args := []any{req.Queue, req.Queue, req.Queue, now, now, req.Queue, req.Queue, req.Queue, now, now, req.Limit}
 	err := e.scanAll(ctx, q, sqliteFlowClaimSQL, args, func(rows Rows) error {
 		var c flowCfg
-		var qn, tn, kn, ready int64
-		j, err := ScanJob(rows, &qmax, &qn, &c.maxRunning, &c.perKey, &c.rate, &c.rateKey, &tn, &kn, &ready)
+		var qn, tn, kn, ready, keyed int64
+		j, err := ScanJob(rows, &qmax, &qn, &c.maxRunning, &c.perKey, &c.rate, &c.rateKey, &tn, &kn, &ready, &keyed)
 		if err != nil {
 			return err
 		}
+		c.keyed = keyed != 0 && c.perKey > 0
 		fc.cfgs[j.Task] = &c
 		fc.counts[countKey{"q", j.Queue, ""}] = qn
 		fc.counts[countKey{"t", j.Task, ""}] = tn
-		if j.LimitKey != "" {
+		if j.LimitKey != "" && c.keyed {
 			fc.counts[countKey{"k", j.Task, j.LimitKey}] = kn
 			marks[countKey{"k", j.Task, j.LimitKey}] = ready
 		}
@@ -111,7 +117,20 @@ func (e *Engine) sqliteFlowClaim(ctx context.Context, q Querier, req core.ClaimR
 		limit := qmax
 		switch k.scope {
 		case "t":
-			limit = fc.cfgs[k.name].maxRunning
+			// The task's limit; outside keyed mode the per-key limit too
+			// (the task's count then bounds its keys'), and a keyed task
+			// that runs nothing goes to ClaimFlow, which leaves keyed mode.
+			c := fc.cfgs[k.name]
+			limit = int64(1) << 62
+			if c.maxRunning > 0 {
+				limit = c.maxRunning
+			}
+			if c.perKey > 0 && !c.keyed {
+				limit = min(limit, c.perKey)
+			}
+			if c.keyed && fc.counts[k] == 0 && n <= c.perKey {
+				return nil, false, nil
+			}
 		case "k":
 			limit = fc.cfgs[k.name].perKey
 		}

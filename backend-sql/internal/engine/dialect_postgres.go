@@ -2,6 +2,8 @@ package engine
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"strings"
 
 	"github.com/boson-go/boson/core"
@@ -174,11 +176,20 @@ func (Postgres) Claim(ctx context.Context, e *Engine, req core.ClaimRequest, now
 	st := e.cursors.start(req.Queue, now)
 	var jobs []core.Job
 	var clean bool
-	err := e.st.WriteTx(ctx, func(q Querier) error {
+	// keyed lists the tasks that a claim found must enter keyed mode
+	// once it had locked jobs: the transaction is retried, entering them
+	// first (see errNeedKeyed). Each retry adds a task, so it ends.
+	var keyed []string
+	tx := func(q Querier) error {
 		// The clock is read under the flow lock, so that the claims of
 		// one window count in the order they read it.
 		if err := e.flowLock(ctx, q); err != nil {
 			return err
+		}
+		for _, task := range keyed {
+			if err := e.enterKeyed(ctx, q, task); err != nil {
+				return err
+			}
 		}
 		sql, args := pgFlowClaimStatement(req, st, now)
 		var slow bool
@@ -199,11 +210,20 @@ func (Postgres) Claim(ctx context.Context, e *Engine, req core.ClaimRequest, now
 		if !on {
 			e.flowOn.Store(false)
 		}
-		jobs, clean, err = e.claimFlow(ctx, q, req, t, &st)
+		jobs, clean, err = e.claimFlow(ctx, q, req, t, &st, keyed)
 		return err
-	})
-	if err != nil {
-		return nil, err
+	}
+	for {
+		err := e.st.WriteTx(ctx, tx)
+		var need errNeedKeyed
+		if errors.As(err, &need) && !slices.Contains(keyed, need.task) {
+			keyed = append(keyed, need.task)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		break
 	}
 	// The cursor follows a flow claim that held back nothing it did not
 	// gate; otherwise the next claim starts at the head again.

@@ -68,40 +68,29 @@ func (e *Engine) flowAfter(ctx context.Context, q Querier, refs []flowRef) error
 		return nil
 	}
 	keys := sortedKeys(dec)
-	if e.d.LockRows() != "" {
-		// Lock the rows that exist in key order before the update takes
-		// them (SQLite's write transaction already excludes every other
-		// writer).
-		conds := make([]string, len(keys))
-		args := make([]any, 0, 3*len(keys))
-		for i, k := range keys {
-			conds[i] = "(scope = ? AND name = ? AND lkey = ?)"
-			args = append(args, k.scope, k.name, k.key)
-		}
-		var found []countKey
-		if err := e.scanAll(ctx, q, "SELECT scope, name, lkey FROM {s}flow_counts WHERE "+strings.Join(conds, " OR ")+
-			" ORDER BY scope, name, lkey"+e.d.LockRows(), args, func(rows Rows) error {
-			var k countKey
-			err := rows.Scan(&k.scope, &k.name, &k.key)
-			found = append(found, k)
-			return err
-		}); err != nil {
-			return fmt.Errorf("flow counts: %w", err)
-		}
-		if len(found) == 0 {
-			return nil
-		}
-		keys = found
-	}
-	// One statement for every row: an update of a row that does not
-	// exist changes nothing.
 	rows := make([][]any, len(keys))
 	for i, k := range keys {
 		rows[i] = []any{k.scope, k.name, k.key, dec[k]}
 	}
-	if _, err := q.Exec(ctx, e.render(`UPDATE {s}flow_counts SET n = n - CAST(x.d AS BIGINT),
+	// One statement for every row: an update of a row that does not
+	// exist changes nothing. Postgres first locks the rows that exist in
+	// key order, in the same statement: its UPDATE takes the table lock
+	// that waits for a claim entering keyed mode (enterKeyed) before the
+	// statement's snapshot is taken, so it sees the key rows that claim
+	// rebuilt. SQLite's write transaction already excludes every other
+	// writer.
+	sql := `UPDATE {s}flow_counts SET n = n - CAST(x.d AS BIGINT),
 		ready = CASE WHEN scope = 'k' THEN ready + 1 ELSE ready END
-		FROM `+e.jsonRows("sc", "nm", "lk", "d")+` WHERE scope = x.sc AND name = x.nm AND lkey = x.lk`), jsonArg(rows)); err != nil {
+		FROM ` + e.jsonRows("sc", "nm", "lk", "d") + ` WHERE scope = x.sc AND name = x.nm AND lkey = x.lk`
+	if _, ok := e.d.(Postgres); ok {
+		sql = `WITH x AS (SELECT value ->> 0 AS sc, value ->> 1 AS nm, value ->> 2 AS lk, (value ->> 3)::bigint AS d
+			FROM json_array_elements(CAST(? AS json))),
+		locked AS (SELECT c.scope, c.name, c.lkey, x.d FROM {s}flow_counts c JOIN x ON c.scope = x.sc AND c.name = x.nm AND c.lkey = x.lk
+			ORDER BY c.scope, c.name, c.lkey FOR UPDATE OF c)
+		UPDATE {s}flow_counts c SET n = c.n - locked.d, ready = CASE WHEN c.scope = 'k' THEN c.ready + 1 ELSE c.ready END
+		FROM locked WHERE c.scope = locked.scope AND c.name = locked.name AND c.lkey = locked.lkey`
+	}
+	if _, err := q.Exec(ctx, e.render(sql), jsonArg(rows)); err != nil {
 		return fmt.Errorf("flow counts: %w", err)
 	}
 	return nil
@@ -268,30 +257,111 @@ func (e *Engine) flowLockConfig(ctx context.Context, q Querier) error {
 	return err
 }
 
-// recountTask rebuilds the running counts of task for what cfg limits,
+// recountTask rebuilds the running counts of task for what cfg limits:
+// the task's row when it has a MaxRunning or a per-key limit, and its key
+// rows only when it must be in keyed mode (its running jobs already reach
+// the per-key limit, so that the next claim could find a key at it). It
 // opens every key gate of the task (a claim closes again those still
 // saturated) and recomputes the flow switch.
 func (e *Engine) recountTask(ctx context.Context, q Querier, cfg core.TaskConfig) error {
-	if _, err := q.Exec(ctx, e.render("DELETE FROM {s}flow_counts WHERE scope IN ('t', 'k') AND name = ?"), cfg.Task); err != nil {
+	if _, err := q.Exec(ctx, e.render("DELETE FROM {s}flow_counts WHERE scope IN ('t', 'k', '"+keyedScope+"') AND name = ?"), cfg.Task); err != nil {
 		return err
 	}
-	if cfg.MaxRunning > 0 {
+	if cfg.MaxRunning > 0 || cfg.MaxRunningPerKey > 0 {
 		if _, err := q.Exec(ctx, e.render(`INSERT INTO {s}flow_counts (scope, name, lkey, n)
 			SELECT 't', ?, '', count(*) FROM {s}jobs WHERE task = ? AND state = 'running'`), cfg.Task, cfg.Task); err != nil {
 			return err
 		}
 	}
 	if cfg.MaxRunningPerKey > 0 {
-		if _, err := q.Exec(ctx, e.render(`INSERT INTO {s}flow_counts (scope, name, lkey, n)
-			SELECT 'k', task, limit_key, count(*) FROM {s}jobs WHERE task = ? AND limit_key IS NOT NULL AND state = 'running'
-			GROUP BY task, limit_key`), cfg.Task); err != nil {
+		var n int64
+		if err := e.scanAll(ctx, q, "SELECT n FROM {s}flow_counts WHERE scope = 't' AND name = ? AND lkey = ''", []any{cfg.Task},
+			func(rows Rows) error { return rows.Scan(&n) }); err != nil {
 			return err
+		}
+		if n >= int64(cfg.MaxRunningPerKey) {
+			if err := e.buildKeyRows(ctx, q, cfg.Task); err != nil {
+				return err
+			}
 		}
 	}
 	if _, err := q.Exec(ctx, e.render("UPDATE {s}jobs SET key_gate = 0 WHERE task = ? AND limit_key IS NOT NULL AND key_gate <> 0"), cfg.Task); err != nil {
 		return err
 	}
 	_, err := q.Exec(ctx, e.render(flowSwitchSQL))
+	return err
+}
+
+// Keyed mode. A task's per-key running counts ('k' rows) are kept only
+// while the task is in keyed mode, which its marker row (keyedScope,
+// task, '') says. Outside it, no key of the task can be at its limit:
+// the task's own running count (its 't' row, kept for every task with a
+// MaxRunning or a per-key limit) is below the per-key limit, and bounds
+// every key's. A claim that would take the task's count past the per-key
+// limit first enters keyed mode (enterKeyed); a claim that finds a keyed
+// task running nothing leaves it (leaveKeyed). Transitions decrement
+// only rows that exist, so outside keyed mode they write no key row.
+
+// keyedScope is the scope of the marker row of a task in keyed mode.
+const keyedScope = "m"
+
+// errNeedKeyed is what a Postgres flow claim returns, to be retried in a
+// new transaction, when a task must enter keyed mode once the claim has
+// locked jobs: entering waits for a table lock, which the claim takes
+// only while it holds no job's row lock (a transition waiting for one of
+// those while holding the table's row locks would deadlock with it).
+type errNeedKeyed struct{ task string }
+
+func (e errNeedKeyed) Error() string { return "flow claim: task " + e.task + " must enter keyed mode" }
+
+// buildKeyRows puts task in keyed mode with its key rows counted from the
+// jobs: the caller has made the count exact (the flow lock and, on
+// Postgres, the lock on flow_counts that waits for every transition that
+// wrote it).
+func (e *Engine) buildKeyRows(ctx context.Context, q Querier, task string) error {
+	if _, err := q.Exec(ctx, e.render("DELETE FROM {s}flow_counts WHERE scope IN ('k', '"+keyedScope+"') AND name = ?"), task); err != nil {
+		return err
+	}
+	if _, err := q.Exec(ctx, e.render(`INSERT INTO {s}flow_counts (scope, name, lkey, n)
+		SELECT 'k', task, limit_key, count(*) FROM {s}jobs WHERE task = ? AND state = 'running' AND limit_key IS NOT NULL
+		GROUP BY task, limit_key`), task); err != nil {
+		return err
+	}
+	_, err := q.Exec(ctx, e.render("INSERT INTO {s}flow_counts (scope, name, lkey, n) VALUES ('"+keyedScope+"', ?, '', 0)"), task)
+	return err
+}
+
+// enterKeyed puts task in keyed mode inside a flow claim, which holds the
+// flow lock (no claim or config change runs). On Postgres it first takes
+// the lock on flow_counts that a config change takes: every transition
+// that decremented the task's count has committed, and every later one
+// takes its statement's snapshot after this transaction commits, so it
+// sees the key rows and decrements them. It must hold no job's row lock.
+// A task already in keyed mode keeps its rows, and their marks.
+func (e *Engine) enterKeyed(ctx context.Context, q Querier, task string) error {
+	var keyed int64
+	if err := e.scanAll(ctx, q, "SELECT count(*) FROM {s}flow_counts WHERE scope = '"+keyedScope+"' AND name = ? AND lkey = ''", []any{task},
+		func(rows Rows) error { return rows.Scan(&keyed) }); err != nil || keyed != 0 {
+		return err
+	}
+	if _, ok := e.d.(Postgres); ok {
+		if _, err := q.Exec(ctx, e.render("LOCK TABLE {s}flow_counts IN SHARE ROW EXCLUSIVE MODE")); err != nil {
+			return err
+		}
+	}
+	return e.buildKeyRows(ctx, q, task)
+}
+
+// leaveKeyed takes task out of keyed mode inside a flow claim, which has
+// read under the flow lock that the task runs nothing: every transition
+// of its running jobs has committed, and no claim runs meanwhile, so no
+// one writes its key rows. Every key is free, so every key gate of the
+// task opens (the marks that would have opened them go with the rows).
+func (e *Engine) leaveKeyed(ctx context.Context, q Querier, task string) error {
+	if _, err := q.Exec(ctx, e.render("DELETE FROM {s}flow_counts WHERE scope IN ('k', '"+keyedScope+"') AND name = ?"), task); err != nil {
+		return err
+	}
+	_, err := q.Exec(ctx, e.render("UPDATE {s}jobs SET key_gate = 0 WHERE task = ? AND limit_key IS NOT NULL AND key_gate <> 0"), task)
 	return err
 }
 

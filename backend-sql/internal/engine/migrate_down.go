@@ -53,6 +53,7 @@ var downs = map[string]map[int]downStep{
 		9: {sql: func([]Migration) (string, error) {
 			return "DROP INDEX {s}jobs_queue_state;\nDROP INDEX {s}jobs_queue_created;\nDROP INDEX {s}runs_failed", nil
 		}},
+		10: {sql: func([]Migration) (string, error) { return pgFlowKeyedDown, nil }},
 	},
 	"sqlite": {
 		1: {reason: "it creates the tables; undoing it drops every job, run, checkpoint and config"},
@@ -63,6 +64,7 @@ var downs = map[string]map[int]downStep{
 		6: {sql: func([]Migration) (string, error) {
 			return "DROP INDEX {s}jobs_queue_finished;\nDROP INDEX {s}jobs_queue_created;\nDROP INDEX {s}runs_failed", nil
 		}},
+		7: {sql: func([]Migration) (string, error) { return flowKeyedDown, nil }},
 	},
 }
 

@@ -48,3 +48,29 @@ ALTER TABLE task_configs DROP COLUMN max_starts_per_second;
 ALTER TABLE task_configs DROP COLUMN max_starts_per_second_per_key;
 ALTER TABLE task_configs DROP COLUMN hold_sequence_on_failure;
 ALTER TABLE queue_configs DROP COLUMN max_running;`
+
+// flowKeyedDown undoes the flow_keyed migration (Postgres 10, SQLite 7):
+// the previous release keeps a key row for every key of a task with a
+// per-key limit, and a task row only for a task with a MaxRunning. The
+// key rows of a task in keyed mode are exact and stay (with their marks);
+// those of every other task with a per-key limit are counted from the
+// running jobs (such a task has none, and no gated job: leaving keyed
+// mode opened them all). The markers go, and so do the task rows that
+// no MaxRunning needs.
+const flowKeyedDown = `DELETE FROM {s}flow_counts WHERE scope = 'k' AND NOT EXISTS (SELECT 1 FROM {s}flow_counts m
+    WHERE m.scope = 'm' AND m.name = {s}flow_counts.name AND m.lkey = '');
+INSERT INTO {s}flow_counts (scope, name, lkey, n)
+SELECT 'k', j.task, j.limit_key, count(*) FROM {s}jobs j JOIN {s}task_configs c ON c.task = j.task
+WHERE c.max_running_per_key > 0 AND j.state = 'running' AND j.limit_key IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM {s}flow_counts m WHERE m.scope = 'm' AND m.name = j.task AND m.lkey = '')
+GROUP BY j.task, j.limit_key;
+DELETE FROM {s}flow_counts WHERE scope = 'm';
+DELETE FROM {s}flow_counts WHERE scope = 't' AND NOT EXISTS (SELECT 1 FROM {s}task_configs c
+    WHERE c.task = {s}flow_counts.name AND c.max_running > 0);`
+
+// pgFlowKeyedDown is flowKeyedDown on Postgres, under the locks the
+// migration takes (see 0010_flow_keyed.sql), so that its counts are
+// exact while workers run.
+const pgFlowKeyedDown = `SELECT pg_advisory_xact_lock(hashtext('boson.flow.{s}'));
+LOCK TABLE {s}flow_counts IN SHARE ROW EXCLUSIVE MODE;
+` + flowKeyedDown

@@ -80,8 +80,27 @@ var EngineMutants = []mutants.Mutant{{
 }, {
 	Name:     "flow-key-limit-off-by-one",
 	Breaks:   []string{mutants.ClaimLimit},
-	Edits:    []mutants.Edit{{File: eng("claim_flow.go"), Find: "c.perKey > 0 && fc.counts[kk] >= c.perKey {", Replace: "c.perKey > 0 && fc.counts[kk] > c.perKey {"}},
+	Edits:    []mutants.Edit{{File: eng("claim_flow.go"), Find: "c.perKey > 0 && c.keyed && fc.counts[kk] >= c.perKey {", Replace: "c.perKey > 0 && c.keyed && fc.counts[kk] > c.perKey {"}},
 	CaughtBy: []string{"FlowLimits/KeyMaxRunning", "FlowLimits/KeyPerTask"},
+}, {
+	// Entering keyed mode counts the task's keys without its running jobs.
+	Name:     "flow-keyed-rebuild-misses-running",
+	Breaks:   []string{mutants.ClaimLimit},
+	Edits:    []mutants.Edit{{File: eng("flow.go"), Find: "state = 'running' AND limit_key IS NOT NULL\n\t\tGROUP BY task, limit_key", Replace: "state = 'queued' AND limit_key IS NOT NULL\n\t\tGROUP BY task, limit_key"}},
+	CaughtBy: []string{"FlowLimits/KeyAcrossQueues"},
+}, {
+	// A claim adds nothing to the key rows of a task in keyed mode.
+	Name:     "flow-count-skips-key-rows",
+	Breaks:   []string{mutants.ClaimLimit},
+	Edits:    []mutants.Edit{{File: eng("claim_flow.go"), Find: "inc[countKey{\"k\", j.Task, j.LimitKey}]++", Replace: "_ = j.LimitKey"}},
+	CaughtBy: []string{"FlowExact/KeyLimit"},
+}, {
+	// The walk claims a job of a task outside keyed mode past the bound
+	// its running count gives, without counting its keys.
+	Name:     "flow-walk-never-enters-keyed",
+	Breaks:   []string{mutants.ClaimLimit},
+	Edits:    []mutants.Edit{{File: eng("claim_flow.go"), Find: "!c.keyed && fc.counts[tk] >= c.perKey {", Replace: "!c.keyed && fc.counts[tk] >= c.perKey+1000 {"}},
+	CaughtBy: []string{"FlowLimits/KeyAcrossQueues"},
 }, {
 	Name:     "flow-sequence-ignores-running-member",
 	Breaks:   []string{mutants.ClaimDueOnly},
