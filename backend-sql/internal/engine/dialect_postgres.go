@@ -120,8 +120,8 @@ var (
 // sql in transaction q. The statement reads the clock and the counts, so
 // it must start once the lock is held: on a pgx transaction both go in
 // one round trip, pipelined, and Postgres, which runs a pipeline's
-// statements in order, takes the statement's snapshot when it binds it,
-// after the lock's statement has returned. Otherwise they are two round
+// statements in order, takes the statement's snapshot when it binds or
+// executes it, in either case after the lock's statement has returned. Otherwise they are two round
 // trips.
 func (e *Engine) lockedFlowClaim(ctx context.Context, q Querier, sql string, args []any) ([]core.Job, bool, error) {
 	pq, ok := q.(PgxQuerier)
