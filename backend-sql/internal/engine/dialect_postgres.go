@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/boson-go/boson/core"
 )
 
@@ -114,6 +116,33 @@ var (
 		pgClaimResult
 )
 
+// lockedFlowClaim takes the flow lock and runs the flow claim statement
+// sql in transaction q. The statement reads the clock and the counts, so
+// it must start once the lock is held: on a pgx transaction both go in
+// one round trip, pipelined, and Postgres, which runs a pipeline's
+// statements in order, takes the statement's snapshot when it binds or
+// executes it, in either case after the lock's statement has returned. Otherwise they are two round
+// trips.
+func (e *Engine) lockedFlowClaim(ctx context.Context, q Querier, sql string, args []any) ([]core.Job, bool, error) {
+	pq, ok := q.(PgxQuerier)
+	if !ok {
+		if err := e.flowLock(ctx, q); err != nil {
+			return nil, false, err
+		}
+		return collectClaimed(q.Query(ctx, sql, args...))
+	}
+	b := &pgx.Batch{}
+	b.Queue(flowLockSQL, e.flowLockKey())
+	b.Queue(sql, args...)
+	br := pq.C.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		_ = br.Close()
+		return nil, false, err
+	}
+	jobs, slow, err := collectClaimed(br.Query())
+	return jobs, slow, errors.Join(err, br.Close())
+}
+
 // collectClaimed reads the rows of pgClaimResult: the claimed jobs, and
 // whether flow control turned the claim away.
 func collectClaimed(rows Rows, err error) (jobs []core.Job, flowOn bool, _ error) {
@@ -181,20 +210,22 @@ func (Postgres) Claim(ctx context.Context, e *Engine, req core.ClaimRequest, now
 	// first (see errNeedKeyed). Each retry adds a task, so it ends.
 	var keyed []string
 	tx := func(q Querier) error {
-		// The clock is read under the flow lock, so that the claims of
-		// one window count in the order they read it.
-		if err := e.flowLock(ctx, q); err != nil {
-			return err
-		}
-		for _, task := range keyed {
-			if err := e.enterKeyed(ctx, q, task); err != nil {
-				return err
-			}
-		}
 		sql, args := pgFlowClaimStatement(req, st, now)
 		var slow bool
 		var err error
-		jobs, slow, err = collectClaimed(q.Query(ctx, e.render(sql), args...))
+		if len(keyed) == 0 {
+			jobs, slow, err = e.lockedFlowClaim(ctx, q, e.render(sql), args)
+		} else {
+			if err := e.flowLock(ctx, q); err != nil {
+				return err
+			}
+			for _, task := range keyed {
+				if err := e.enterKeyed(ctx, q, task); err != nil {
+					return err
+				}
+			}
+			jobs, slow, err = collectClaimed(q.Query(ctx, e.render(sql), args...))
+		}
 		if err != nil || !slow {
 			clean = true
 			return err

@@ -211,13 +211,20 @@ func (e *Engine) holdOnFailure(ctx context.Context, q Querier, task string) (boo
 	return hold != 0, err
 }
 
+// flowLockSQL takes the flow lock of the schema whose key it is given
+// (flowLockKey); the migrations that take it spell the same key.
+const flowLockSQL = "SELECT pg_advisory_xact_lock(hashtext($1))"
+
+// flowLockKey is the flow lock's key for the engine's schema.
+func (e *Engine) flowLockKey() string { return "boson.flow." + e.prefix }
+
 // flowLock serialises, on Postgres, every flow claim and config change
 // of the schema; SQLite's write transaction already does.
 func (e *Engine) flowLock(ctx context.Context, q Querier) error {
 	if _, ok := e.d.(Postgres); !ok {
 		return nil
 	}
-	_, err := q.Exec(ctx, "SELECT pg_advisory_xact_lock(hashtext($1))", "boson.flow."+e.prefix)
+	_, err := q.Exec(ctx, flowLockSQL, e.flowLockKey())
 	return err
 }
 
