@@ -59,5 +59,6 @@ func (e *Engine) Cleanup(ctx context.Context, req core.CleanupRequest) (int, err
 	if err != nil {
 		return 0, e.wrap("cleanup", err)
 	}
+	e.keepStats(ctx)
 	return n, nil
 }

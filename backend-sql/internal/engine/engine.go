@@ -51,7 +51,10 @@ type Engine struct {
 	closed   atomic.Bool
 	// flowOn caches that flow control was on at the last claim, so that
 	// Postgres claims go straight to ClaimFlow.
-	flowOn  atomic.Bool
+	flowOn atomic.Bool
+	// statsAt is when keepStats last read the table statistics, in Unix
+	// nanoseconds.
+	statsAt atomic.Int64
 	onClose []func()
 }
 

@@ -101,5 +101,6 @@ func (e *Engine) Rescue(ctx context.Context, req core.RescueRequest) (core.Rescu
 	for _, name := range queues {
 		e.hub.signal(name)
 	}
+	e.keepStats(ctx)
 	return res, nil
 }
