@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"strings"
 
 	"github.com/boson-go/boson/core"
@@ -124,4 +125,36 @@ func pgFlowClaimStatement(req core.ClaimRequest, st cursorStart, now any) (strin
 		args = append(args, st.pos.prio, st.pos.runAt, st.pos.id)
 	}
 	return strings.Replace(pgFlowClaim, "{after}", after, 1), append(args, req.Limit, req.WorkerID, ceilUS(req.LeaseTTL))
+}
+
+// flowClaimAlone runs pgFlowClaim without an explicit transaction, in
+// pgClaimPipeline's implicit one, committed when the statement has run:
+// one round trip where BEGIN, the pipeline and COMMIT are three. It is
+// exact for the same reason as the pipeline inside a transaction: the
+// flow lock is held before the statement takes its snapshot, and until
+// the implicit transaction commits. done is false, and nothing was
+// written, when the statement left the claim to ClaimFlow (its flag
+// row): the caller then runs the claim again in a transaction of its
+// own. Claim remembers such a queue in flowSlow and goes straight to the
+// transaction for it until a statement there claims alone again, so that
+// a queue whose limits bind does not pay for the statement twice.
+func (e *Engine) flowClaimAlone(ctx context.Context, req core.ClaimRequest, st cursorStart, now any) (jobs []core.Job, done bool, _ error) {
+	sql, args := pgFlowClaimStatement(req, st, now)
+	err := e.st.WriteOne(ctx, func(q Querier) error {
+		if _, ok := q.(PgxQuerier); !ok {
+			// Statements sent one by one outside a transaction would
+			// each commit, and the lock with them: leave it to the
+			// transaction.
+			return nil
+		}
+		var slow bool
+		var err error
+		jobs, slow, err = e.pgClaimPipeline(ctx, q, true, e.render(sql), args)
+		done = !slow
+		return err
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return jobs, done, nil
 }

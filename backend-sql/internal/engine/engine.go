@@ -55,7 +55,10 @@ type Engine struct {
 	// statsAt is when keepStats last read the table statistics, in Unix
 	// nanoseconds.
 	statsAt atomic.Int64
-	onClose []func()
+	// flowSlow holds the queues whose last Postgres flow claim needed
+	// ClaimFlow: their claims start in a transaction (see flowClaimAlone).
+	flowSlow sync.Map
+	onClose  []func()
 }
 
 // New returns an engine. It starts the polling ticker of the hub.

@@ -41,6 +41,12 @@ func (e *Engine) ClaimPlan(ctx context.Context, req core.ClaimRequest, analyze b
 	}
 	var lines []string
 	err := e.st.WriteTx(ctx, func(q Querier) error {
+		if _, ok := e.d.(Postgres); ok {
+			// As the claim plans it (see pgSortOffSQL).
+			if _, err := q.Exec(ctx, pgSortOffSQL); err != nil {
+				return err
+			}
+		}
 		for i, sql := range sqls {
 			if err := e.planLines(ctx, q, sql, args[i], &lines); err != nil {
 				return err
